@@ -1,0 +1,155 @@
+//! `cacheDuration` from a credential's real expiry.
+//!
+//! The kubelet never refreshes a cached credential early and never drops one on a 401, so the
+//! duration we hand it must end before the credential does. [`CachePolicy`] turns an expiry and the
+//! current time into a Go duration: never negative, `0s` (do not cache) when the credential is
+//! expired, about to expire, or of unknown lifetime. Whole seconds only, as upstream plugins answer.
+
+use std::time::{Duration, SystemTime};
+
+use crate::duration::GoDuration;
+
+/// Default time kept between the end of the kubelet's cache entry and the credential's expiry.
+pub const DEFAULT_SAFETY_MARGIN: Duration = Duration::from_secs(5 * 60);
+
+/// How a provider turns remaining credential life into `cacheDuration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CachePolicy {
+    /// Remaining life minus a margin (`0s` when less than the margin is left).
+    RemainingMinus(Duration),
+    /// Half the remaining life, truncated to whole seconds, as the upstream ECR plugin answers.
+    HalfRemaining,
+}
+
+impl Default for CachePolicy {
+    fn default() -> Self {
+        CachePolicy::RemainingMinus(DEFAULT_SAFETY_MARGIN)
+    }
+}
+
+impl CachePolicy {
+    /// The `cacheDuration` for a credential that expires at `expires_at` (unknown: `None`), seen at `now`.
+    pub fn cache_duration(self, expires_at: Option<SystemTime>, now: SystemTime) -> GoDuration {
+        let Some(expires_at) = expires_at else {
+            return GoDuration::ZERO;
+        };
+        // Whole seconds on both sides, like Go's `expiresAt.Unix() - now.Unix()`.
+        let remaining = unix_secs(expires_at) - unix_secs(now);
+        let secs = match self {
+            CachePolicy::HalfRemaining => remaining / 2,
+            CachePolicy::RemainingMinus(margin) => {
+                remaining.saturating_sub(i64::try_from(margin.as_secs()).unwrap_or(i64::MAX))
+            }
+        };
+        GoDuration::from_secs(secs.max(0))
+    }
+
+    /// [`Self::cache_duration`] further capped by another expiry (e.g. the assumed role's session),
+    /// so the answer never outlives whichever ends first.
+    pub fn cache_duration_capped(
+        self,
+        expires_at: Option<SystemTime>,
+        also_expires_at: Option<SystemTime>,
+        now: SystemTime,
+    ) -> GoDuration {
+        // An unknown credential expiry stays unknown, whatever the other one says.
+        let first = expires_at.map(|a| also_expires_at.map_or(a, |b| a.min(b)));
+        self.cache_duration(first, now)
+    }
+}
+
+/// Seconds since the Unix epoch, negative before it.
+fn unix_secs(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    const NOW: u64 = 1_800_000_000;
+
+    #[test]
+    fn half_remaining_matches_upstream_ecr() {
+        let p = CachePolicy::HalfRemaining;
+        assert_eq!(
+            p.cache_duration(Some(at(NOW + 12 * 3600)), at(NOW))
+                .to_string(),
+            "6h0m0s"
+        );
+        // One second less of life: truncating division gives 5h59m59s, as upstream.
+        assert_eq!(
+            p.cache_duration(Some(at(NOW + 12 * 3600 - 1)), at(NOW)),
+            GoDuration::from_secs(21599)
+        );
+        assert_eq!(
+            p.cache_duration(Some(at(NOW + 1)), at(NOW)),
+            GoDuration::ZERO
+        );
+    }
+
+    #[test]
+    fn expired_or_unknown_is_zero_never_negative() {
+        for p in [CachePolicy::HalfRemaining, CachePolicy::default()] {
+            assert_eq!(p.cache_duration(None, at(NOW)), GoDuration::ZERO);
+            assert_eq!(p.cache_duration(Some(at(NOW)), at(NOW)), GoDuration::ZERO);
+            // moto's expiresAt lies in 2015.
+            assert_eq!(
+                p.cache_duration(Some(at(1_420_070_400)), at(NOW)),
+                GoDuration::ZERO
+            );
+            assert_eq!(
+                p.cache_duration(
+                    Some(SystemTime::UNIX_EPOCH - Duration::from_secs(5)),
+                    at(NOW)
+                ),
+                GoDuration::ZERO
+            );
+        }
+    }
+
+    #[test]
+    fn remaining_minus_margin() {
+        let p = CachePolicy::RemainingMinus(Duration::from_secs(300));
+        assert_eq!(
+            p.cache_duration(Some(at(NOW + 3600)), at(NOW)),
+            GoDuration::from_secs(3300)
+        );
+        assert_eq!(
+            p.cache_duration(Some(at(NOW + 300)), at(NOW)),
+            GoDuration::ZERO
+        );
+        assert_eq!(
+            p.cache_duration(Some(at(NOW + 299)), at(NOW)),
+            GoDuration::ZERO
+        );
+        assert_eq!(CachePolicy::default(), p);
+    }
+
+    #[test]
+    fn capped_by_the_earlier_expiry() {
+        let p = CachePolicy::HalfRemaining;
+        let token = Some(at(NOW + 12 * 3600));
+        let session = Some(at(NOW + 3600));
+        assert_eq!(
+            p.cache_duration_capped(token, session, at(NOW)),
+            GoDuration::from_secs(1800)
+        );
+        assert_eq!(
+            p.cache_duration_capped(token, None, at(NOW)),
+            GoDuration::from_secs(6 * 3600)
+        );
+        // An unknown token expiry stays unknown whatever the session says.
+        assert_eq!(
+            p.cache_duration_capped(None, session, at(NOW)),
+            GoDuration::ZERO
+        );
+    }
+}

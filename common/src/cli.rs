@@ -1,0 +1,206 @@
+//! Command-line pieces every provider binary shares.
+//!
+//! Providers define their own clap parser and `#[command(flatten)]` [`CommonArgs`] into it, so the
+//! verbosity and deadline flags read the same everywhere. [`normalize_args`] rewrites the Go-flag
+//! spellings that kubelet configs copy from klog (`-v=4`) into what clap understands.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use crate::deadline::{DEADLINE_ENV, DEFAULT_DEADLINE};
+use crate::duration::GoDuration;
+use crate::logging::Verbosity;
+
+/// Flags shared by every provider.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommonArgs {
+    /// More log output on stderr; repeat for more (-vvvv = debug).
+    #[arg(short = 'v', action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// klog-style log level: 0 warnings, 2 info, 4 debug, 6 trace (also CREDENTIAL_PROVIDER_VERBOSITY).
+    #[arg(long = "v", value_name = "N", global = true)]
+    pub v: Option<u32>,
+
+    /// Overall time limit for one run, a Go duration; the kubelet kills plugins at 60s
+    /// (also CREDENTIAL_PROVIDER_DEADLINE) [default: 45s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_go_duration, global = true)]
+    pub deadline: Option<GoDuration>,
+}
+
+impl CommonArgs {
+    /// The log level from the flags, falling back to the environment.
+    pub fn verbosity(&self) -> Result<Verbosity, String> {
+        let from_args = match (self.v, self.verbose) {
+            (Some(n), _) => Some(Verbosity::from_klog(n)),
+            (None, 0) => None,
+            (None, count) => Some(Verbosity::from_klog(u32::from(count))),
+        };
+        Verbosity::resolve(from_args)
+    }
+
+    /// The overall deadline from the flag, else [`DEADLINE_ENV`], else [`DEFAULT_DEADLINE`].
+    pub fn deadline(&self) -> Result<Duration, String> {
+        let chosen = match self.deadline {
+            Some(d) => d,
+            None => match std::env::var(DEADLINE_ENV) {
+                Ok(text) if !text.trim().is_empty() => {
+                    parse_go_duration(text.trim()).map_err(|e| format!("{DEADLINE_ENV}: {e}"))?
+                }
+                _ => return Ok(DEFAULT_DEADLINE),
+            },
+        };
+        chosen
+            .to_std()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| format!("deadline must be positive, got {chosen}"))
+    }
+}
+
+/// Parses a Go duration string for clap.
+pub fn parse_go_duration(text: &str) -> Result<GoDuration, String> {
+    GoDuration::parse(text).map_err(|e| e.to_string())
+}
+
+/// Rewrites Go-flag spellings clap does not accept: `-v=N` → `--v=N`, `-v N` stays a count plus a
+/// positional (as in clap), `-deadline=…` → `--deadline=…`.
+pub fn normalize_args<I, T>(args: I) -> Vec<OsString>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    args.into_iter()
+        .map(Into::into)
+        .map(|arg| match arg.to_str() {
+            Some(s) if s.starts_with("-v=") || s.starts_with("-deadline=") => {
+                OsString::from(format!("-{s}"))
+            }
+            _ => arg,
+        })
+        .collect()
+}
+
+/// Parses `args` with `T`, dropping flags `T` does not know instead of failing, as upstream
+/// plugins tolerate klog flags that kubelet configs pass. Returns the dropped arguments so the
+/// caller can warn about them once logging is up. `--help`, `--version` and bad values of known
+/// flags still end the process as clap does.
+pub fn parse_lenient<T: clap::Parser>(
+    args: impl IntoIterator<Item = OsString>,
+) -> (T, Vec<String>) {
+    let mut args = normalize_args(args);
+    let mut dropped = Vec::new();
+    loop {
+        match T::try_parse_from(&args) {
+            Ok(parsed) => return (parsed, dropped),
+            Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => {
+                let Some(clap::error::ContextValue::String(flag)) =
+                    e.get(clap::error::ContextKind::InvalidArg)
+                else {
+                    e.exit();
+                };
+                let flag = flag.split('=').next().unwrap_or(flag).to_owned();
+                // Skip argv[0]; drop the first argument spelled as the flag (with or without `=value`).
+                // A Go-style single-dash long flag (`-logtostderr`) reaches clap as the short `-l`.
+                let short = flag.len() == 2 && !flag.starts_with("--");
+                let Some(index) = args.iter().skip(1).position(|a| {
+                    a.to_str().is_some_and(|a| {
+                        a == flag
+                            || a.starts_with(&format!("{flag}="))
+                            || (short && a.starts_with(&flag) && !a.starts_with("--"))
+                    })
+                }) else {
+                    e.exit();
+                };
+                dropped.push(args.remove(index + 1).to_string_lossy().into_owned());
+            }
+            Err(e) => e.exit(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+        rest: Vec<String>,
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(normalize_args(
+            std::iter::once("p").chain(args.iter().copied()),
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn lenient_parsing_drops_unknown_flags_and_keeps_known_ones() {
+        let args = [
+            "p",
+            "get-credentials",
+            "--logtostderr",
+            "--v=4",
+            "-alsologtostderr=true",
+            "--deadline",
+            "3s",
+        ];
+        let (cli, dropped) = parse_lenient::<Cli>(args.iter().map(OsString::from));
+        assert_eq!(
+            dropped,
+            vec![
+                "--logtostderr".to_owned(),
+                "-alsologtostderr=true".to_owned()
+            ]
+        );
+        assert_eq!(cli.rest, vec!["get-credentials".to_owned()]);
+        assert_eq!(cli.common.v, Some(4));
+        assert_eq!(cli.common.deadline().unwrap(), Duration::from_secs(3));
+    }
+
+    #[test]
+    fn reads_klog_and_counted_verbosity() {
+        use tracing::level_filters::LevelFilter;
+        assert_eq!(
+            parse(&["--v=4"]).common.verbosity().unwrap().level(),
+            LevelFilter::DEBUG
+        );
+        assert_eq!(
+            parse(&["-v=2"]).common.verbosity().unwrap().level(),
+            LevelFilter::INFO
+        );
+        assert_eq!(
+            parse(&["--v", "6"]).common.verbosity().unwrap().level(),
+            LevelFilter::TRACE
+        );
+        assert_eq!(
+            parse(&["-vvvv"]).common.verbosity().unwrap().level(),
+            LevelFilter::DEBUG
+        );
+        assert_eq!(
+            parse(&["-v"]).common.verbosity().unwrap().level(),
+            LevelFilter::INFO
+        );
+    }
+
+    #[test]
+    fn reads_the_deadline_as_a_go_duration() {
+        assert_eq!(
+            parse(&["--deadline=1m30s"]).common.deadline().unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            parse(&["-deadline=2s"]).common.deadline().unwrap(),
+            Duration::from_secs(2)
+        );
+        assert!(Cli::try_parse_from(["p", "--deadline=soon"]).is_err());
+        assert!(parse(&["--deadline=0s"]).common.deadline().is_err());
+        assert_eq!(
+            parse(&["get-credentials"]).rest,
+            vec!["get-credentials".to_owned()]
+        );
+    }
+}

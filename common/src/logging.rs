@@ -1,0 +1,160 @@
+//! Leveled, one-line logs on stderr.
+//!
+//! stdout belongs to the protocol, so every log line goes to stderr. The kubelet drops a plugin's
+//! stderr on success and appends it verbatim to its own error on failure, so by default only
+//! warnings and errors are printed: a failure then reads as one clear line in the kubelet log.
+//! `-v` / `--v=N` (klog style) or [`VERBOSITY_ENV`] raise the level for debugging by hand.
+
+use std::str::FromStr;
+
+use tracing::level_filters::LevelFilter;
+
+/// Environment variable for the log level: a klog number (`0`–`10`) or `error`, `warn`, `info`,
+/// `debug`, `trace`, `off`.
+pub const VERBOSITY_ENV: &str = "CREDENTIAL_PROVIDER_VERBOSITY";
+
+/// How much to log, in klog's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Verbosity(LevelFilter);
+
+impl Verbosity {
+    /// Warnings and errors only.
+    pub const DEFAULT: Verbosity = Verbosity(LevelFilter::WARN);
+
+    /// klog `--v=N`: 0 warnings, 1–3 info, 4–5 debug, 6+ trace.
+    pub fn from_klog(level: u32) -> Self {
+        Verbosity(match level {
+            0 => LevelFilter::WARN,
+            1..=3 => LevelFilter::INFO,
+            4 | 5 => LevelFilter::DEBUG,
+            _ => LevelFilter::TRACE,
+        })
+    }
+
+    /// The tracing filter.
+    pub fn level(self) -> LevelFilter {
+        self.0
+    }
+
+    /// The level from the command line when given, else from [`VERBOSITY_ENV`], else the default.
+    pub fn resolve(from_args: Option<Verbosity>) -> Result<Verbosity, String> {
+        if let Some(v) = from_args {
+            return Ok(v);
+        }
+        match std::env::var(VERBOSITY_ENV) {
+            Ok(text) if !text.trim().is_empty() => {
+                text.parse().map_err(|e| format!("{VERBOSITY_ENV}: {e}"))
+            }
+            _ => Ok(Verbosity::DEFAULT),
+        }
+    }
+}
+
+impl FromStr for Verbosity {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if let Ok(n) = s.parse::<u32>() {
+            return Ok(Verbosity::from_klog(n));
+        }
+        match s.to_ascii_lowercase().as_str() {
+            "off" => Ok(Verbosity(LevelFilter::OFF)),
+            "error" => Ok(Verbosity(LevelFilter::ERROR)),
+            "warn" | "warning" => Ok(Verbosity(LevelFilter::WARN)),
+            "info" => Ok(Verbosity(LevelFilter::INFO)),
+            "debug" => Ok(Verbosity(LevelFilter::DEBUG)),
+            "trace" => Ok(Verbosity(LevelFilter::TRACE)),
+            _ => Err(format!(
+                "invalid verbosity {s:?}: use a number 0-10 or error, warn, info, debug, trace, off"
+            )),
+        }
+    }
+}
+
+/// Starts logging to stderr. Calling it twice is harmless (the second call does nothing).
+pub fn init(verbosity: Verbosity) {
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(verbosity.level())
+        .with_target(false)
+        .with_ansi(false)
+        .try_init();
+}
+
+/// Folds a message onto one line, so an error from a remote body cannot split a log entry.
+pub fn one_line(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for part in text.split(['\n', '\r']).filter(|p| !p.trim().is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(part.trim());
+    }
+    out
+}
+
+/// An error and its chain of causes as one line (`a: b: c`), skipping causes whose text the line
+/// already holds (many errors repeat their source in their own message).
+pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !text.is_empty() && !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    one_line(&line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn klog_levels_map_to_tracing_levels() {
+        assert_eq!(Verbosity::from_klog(0).level(), LevelFilter::WARN);
+        assert_eq!(Verbosity::from_klog(2).level(), LevelFilter::INFO);
+        assert_eq!(Verbosity::from_klog(4).level(), LevelFilter::DEBUG);
+        assert_eq!(Verbosity::from_klog(9).level(), LevelFilter::TRACE);
+        assert_eq!(
+            "debug".parse::<Verbosity>().unwrap().level(),
+            LevelFilter::DEBUG
+        );
+        assert_eq!("WARNING".parse::<Verbosity>().unwrap(), Verbosity::DEFAULT);
+        assert_eq!(
+            "off".parse::<Verbosity>().unwrap().level(),
+            LevelFilter::OFF
+        );
+        assert!("loud".parse::<Verbosity>().is_err());
+        assert_eq!(
+            Verbosity::resolve(Some(Verbosity::from_klog(5)))
+                .unwrap()
+                .level(),
+            LevelFilter::DEBUG
+        );
+    }
+
+    #[test]
+    fn one_line_folds_newlines() {
+        assert_eq!(one_line("a\nb\r\n  c  \n\n"), "a b c");
+        assert_eq!(one_line("plain"), "plain");
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("outer failed")]
+    struct Outer(#[source] Inner);
+    #[derive(Debug, thiserror::Error)]
+    #[error("inner: connection refused")]
+    struct Inner(#[source] std::io::Error);
+
+    #[test]
+    fn error_chain_joins_causes_once() {
+        let e = Outer(Inner(std::io::Error::other("connection refused")));
+        // The io error's text is already in Inner's message, so it is not repeated.
+        assert_eq!(error_chain(&e), "outer failed: inner: connection refused");
+    }
+}

@@ -1,0 +1,236 @@
+//! The one way a provider binary runs: stdin → request → provider → exactly one response on stdout.
+//!
+//! A provider implements [`Provider`]; its `main` parses its own flags and calls [`run`]. The runner
+//! owns everything the kubelet contract demands of every plugin: read stdin to EOF with a size cap,
+//! validate the request, start logging on stderr, run the provider under one overall [`Deadline`],
+//! answer in the request's apiVersion, and on any failure print one clear line on stderr, nothing
+//! on stdout, and exit non-zero.
+
+use std::future::Future;
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use crate::cli::CommonArgs;
+use crate::deadline::Deadline;
+use crate::logging::{self, error_chain};
+use crate::protocol::{
+    CredentialProviderRequest, CredentialProviderResponse, Credentials, MAX_REQUEST_BYTES,
+};
+
+/// The error a provider returns: anything that can be shown as a chain of causes.
+pub type ProviderError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Exit status when credentials could not be obtained (what upstream plugins exit with).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status for a bad request, bad flags or a bad configuration file.
+pub const EXIT_USAGE: u8 = 2;
+
+/// A source of registry credentials for one request.
+pub trait Provider {
+    /// Fetches credentials for `request`. Network calls must respect `deadline`; the runner also
+    /// cancels the whole future when it passes.
+    fn provide(
+        &self,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> impl Future<Output = Result<Credentials, ProviderError>>;
+}
+
+/// Runs `provider` against the request on stdin, writing the response to stdout. Returns the
+/// process exit code.
+pub fn run<P: Provider>(common: &CommonArgs, provider: P) -> ExitCode {
+    match common.verbosity() {
+        Ok(v) => logging::init(v),
+        Err(e) => {
+            logging::init(logging::Verbosity::DEFAULT);
+            return fail(EXIT_USAGE, &e);
+        }
+    }
+    let budget = match common.deadline() {
+        Ok(d) => d,
+        Err(e) => return fail(EXIT_USAGE, &e),
+    };
+    let deadline = Deadline::after(budget);
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        tracing::warn!("reading a CredentialProviderRequest from stdin; end it with Ctrl-D");
+    }
+    let bytes = match read_capped(stdin.lock(), MAX_REQUEST_BYTES) {
+        Ok(bytes) => bytes,
+        Err(e) => return fail(EXIT_USAGE, &e),
+    };
+    run_with_input(&bytes, deadline, provider, &mut std::io::stdout().lock())
+}
+
+/// Everything after stdin is read, with the output stream injected (for tests).
+pub fn run_with_input<P: Provider>(
+    input: &[u8],
+    deadline: Deadline,
+    provider: P,
+    stdout: &mut dyn Write,
+) -> ExitCode {
+    let request = match CredentialProviderRequest::from_bytes(input) {
+        Ok(request) => request,
+        Err(e) => return fail(EXIT_USAGE, &e.to_string()),
+    };
+    tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
+
+    let credentials = match block_on_with_deadline(provider.provide(&request, deadline), deadline) {
+        Ok(Ok(credentials)) => credentials,
+        Ok(Err(e)) => return fail(EXIT_FAILURE, &error_chain(e.as_ref())),
+        Err(e) => return fail(EXIT_FAILURE, &e),
+    };
+    let response = CredentialProviderResponse::answer(&request, credentials);
+    // One write of the whole document, so a reader never sees half a response.
+    if let Err(e) = stdout
+        .write_all(&response.to_json_line())
+        .and_then(|()| stdout.flush())
+    {
+        return fail(
+            EXIT_FAILURE,
+            &format!("writing the response to stdout failed: {e}"),
+        );
+    }
+    tracing::info!("response written");
+    ExitCode::SUCCESS
+}
+
+/// Drives `future` on a single-threaded runtime, cancelling it when `deadline` passes.
+pub fn block_on_with_deadline<F: Future>(
+    future: F,
+    deadline: Deadline,
+) -> Result<F::Output, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("starting the async runtime failed: {e}"))?;
+    runtime.block_on(async {
+        tokio::time::timeout_at(deadline.instant().into(), future)
+            .await
+            .map_err(|_| deadline_message(deadline.budget()))
+    })
+}
+
+fn deadline_message(budget: Duration) -> String {
+    format!(
+        "no credentials within the overall deadline of {}s (--deadline / CREDENTIAL_PROVIDER_DEADLINE): \
+         a token endpoint did not answer in time; check network access and proxy settings (HTTPS_PROXY, NO_PROXY) from this node",
+        budget.as_secs_f64()
+    )
+}
+
+/// Reads `reader` to EOF, refusing more than `limit` bytes without reading the rest.
+pub fn read_capped(reader: impl Read, limit: usize) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::with_capacity(1024);
+    let cap = u64::try_from(limit).unwrap_or(u64::MAX).saturating_add(1);
+    reader
+        .take(cap)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading the request from stdin failed: {e}"))?;
+    if bytes.len() > limit {
+        return Err(format!(
+            "request on stdin is larger than {limit} bytes; a CredentialProviderRequest is a few hundred bytes"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Logs the one failure line and returns the exit code.
+fn fail(code: u8, message: &str) -> ExitCode {
+    tracing::error!("{}", logging::one_line(message));
+    ExitCode::from(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::duration::GoDuration;
+    use crate::protocol::{AuthConfig, CacheKeyType};
+
+    struct Fixed;
+    impl Provider for Fixed {
+        async fn provide(
+            &self,
+            request: &CredentialProviderRequest,
+            _: Deadline,
+        ) -> Result<Credentials, ProviderError> {
+            Ok(Credentials::single(
+                CacheKeyType::Registry,
+                GoDuration::from_secs(60),
+                request.image_ref.registry(),
+                AuthConfig::new("u", "p"),
+            ))
+        }
+    }
+
+    struct Failing;
+    impl Provider for Failing {
+        async fn provide(
+            &self,
+            _: &CredentialProviderRequest,
+            _: Deadline,
+        ) -> Result<Credentials, ProviderError> {
+            Err("token endpoint said 403".into())
+        }
+    }
+
+    struct Hanging;
+    impl Provider for Hanging {
+        async fn provide(
+            &self,
+            _: &CredentialProviderRequest,
+            _: Deadline,
+        ) -> Result<Credentials, ProviderError> {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            Err("unreachable".into())
+        }
+    }
+
+    const REQ: &[u8] = br#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1beta1","image":"reg.io:5000/a/b"}"#;
+
+    fn exec<P: Provider>(input: &[u8], provider: P, budget: Duration) -> (ExitCode, String) {
+        let mut out = Vec::new();
+        let code = run_with_input(input, Deadline::after(budget), provider, &mut out);
+        (code, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn answers_in_the_request_version_with_one_line() {
+        let (code, out) = exec(REQ, Fixed, Duration::from_secs(5));
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert_eq!(
+            out,
+            "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"1m0s\",\"auth\":{\"reg.io:5000\":{\"username\":\"u\",\"password\":\"p\"}}}\n"
+        );
+    }
+
+    #[test]
+    fn failures_write_nothing_to_stdout() {
+        let (code, out) = exec(REQ, Failing, Duration::from_secs(5));
+        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
+        let (code, out) = exec(b"not json", Fixed, Duration::from_secs(5));
+        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_USAGE), ""));
+    }
+
+    #[test]
+    fn the_deadline_cancels_a_hanging_provider() {
+        let started = std::time::Instant::now();
+        let (code, out) = exec(REQ, Hanging, Duration::from_millis(200));
+        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the deadline did not fire"
+        );
+    }
+
+    #[test]
+    fn read_capped_refuses_oversized_input() {
+        assert_eq!(read_capped(&b"abc"[..], 3).unwrap(), b"abc");
+        assert!(
+            read_capped(&b"abcd"[..], 3)
+                .unwrap_err()
+                .contains("larger than 3 bytes")
+        );
+    }
+}

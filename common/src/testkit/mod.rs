@@ -1,0 +1,225 @@
+//! Test kit for provider binaries (feature `testkit`): run a built plugin exactly as the kubelet
+//! does and assert on the result the way the kubelet would judge it.
+//!
+//! ```ignore
+//! let plugin = Plugin::new(env!("CARGO_BIN_EXE_ecr-credential-provider")).env("AWS_REGION", "us-east-1");
+//! let ok = plugin.request(ApiVersion::V1, "123456789012.dkr.ecr.us-east-1.amazonaws.com/app").accepted();
+//! assert_eq!(ok.auth["123456789012.dkr.ecr.us-east-1.amazonaws.com"].0, "AWS");
+//! ```
+//!
+//! Every run starts from an empty environment with only `PATH` and a fresh empty `HOME`, so a
+//! developer's `~/.aws` or cloud variables never leak into a test.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::kubelet::{AcceptedResponse, DecodeContext, ExecOutcome, PluginExec, decode_response};
+use crate::protocol::{ApiVersion, encode_request};
+
+/// A plugin binary under test.
+#[derive(Debug, Clone)]
+pub struct Plugin {
+    exec: PluginExec,
+    cache_type_token: bool,
+    _home: std::sync::Arc<TempDir>,
+}
+
+impl Plugin {
+    /// The binary at `path`, with `PATH` and an empty temporary `HOME` as its only environment.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        let home = TempDir::new("home");
+        let mut exec = PluginExec::new(path);
+        exec.clear_env = true;
+        exec.env.push((
+            "PATH".into(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        ));
+        exec.env
+            .push(("HOME".into(), home.path().display().to_string()));
+        Plugin {
+            exec,
+            cache_type_token: false,
+            _home: std::sync::Arc::new(home),
+        }
+    }
+
+    /// Adds an environment variable (later values win, as in the kubelet's merge).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.exec.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Adds command-line arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.exec.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the kill timeout (the kubelet's is 60 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.exec.timeout = timeout;
+        self
+    }
+
+    /// Judge answers as for a provider configured with `cacheType: Token`.
+    pub fn cache_type_token(mut self, yes: bool) -> Self {
+        self.cache_type_token = yes;
+        self
+    }
+
+    /// The temporary `HOME` of this plugin's runs.
+    pub fn home(&self) -> &Path {
+        self._home.path()
+    }
+
+    /// Sends a request for `image`, encoded as the kubelet encodes it.
+    pub fn request(&self, api_version: ApiVersion, image: &str) -> Outcome {
+        self.request_with_token(api_version, image, None, &BTreeMap::new())
+    }
+
+    /// Sends a request carrying a service-account token and annotations (v1 only; older versions
+    /// drop them, as the kubelet does).
+    pub fn request_with_token(
+        &self,
+        api_version: ApiVersion,
+        image: &str,
+        token: Option<&str>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Outcome {
+        let bytes = encode_request(api_version, image, token, annotations);
+        Outcome {
+            exec: self.exec.run(&bytes),
+            api_version: Some(api_version),
+            image: image.to_owned(),
+            token: token.map(str::to_owned),
+            cache_type_token: self.cache_type_token,
+        }
+    }
+
+    /// Sends arbitrary bytes on stdin.
+    pub fn raw(&self, stdin: &[u8]) -> Outcome {
+        Outcome {
+            exec: self.exec.run(stdin),
+            api_version: None,
+            image: String::new(),
+            token: None,
+            cache_type_token: self.cache_type_token,
+        }
+    }
+}
+
+/// The result of one run, with kubelet-style assertions.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What the process did.
+    pub exec: ExecOutcome,
+    api_version: Option<ApiVersion>,
+    image: String,
+    token: Option<String>,
+    cache_type_token: bool,
+}
+
+impl Outcome {
+    /// stderr as text.
+    pub fn stderr(&self) -> String {
+        self.exec.stderr_text()
+    }
+
+    /// stdout as text.
+    pub fn stdout(&self) -> String {
+        self.exec.stdout_text()
+    }
+
+    /// Asserts that the kubelet would accept the answer and find a credential for the image:
+    /// exit 0, strict decode in the request's version, valid cacheKeyType, and at least one auth
+    /// key matching the image. Panics with the full picture otherwise.
+    pub fn accepted(&self) -> AcceptedResponse {
+        let context = || {
+            format!(
+                "\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.stdout(),
+                self.stderr()
+            )
+        };
+        if let Some(error) = self.exec.kubelet_exec_error("plugin", &self.image) {
+            panic!("the kubelet would fail the exec: {error}{}", context());
+        }
+        let Some(expected) = self.api_version else {
+            panic!("accepted() needs a request sent with request()/request_with_token()");
+        };
+        let decoded = decode_response(
+            &self.exec.stdout,
+            DecodeContext {
+                expected,
+                image: &self.image,
+                service_account_token: self.token.as_deref(),
+                cache_type_token: self.cache_type_token,
+            },
+        )
+        .unwrap_or_else(|e| panic!("the kubelet would reject the answer: {e}{}", context()));
+        if decoded.keys_for_image(&self.image).is_empty() {
+            panic!(
+                "no auth key matches image {:?}: keys {:?}{}",
+                self.image,
+                decoded.auth.keys().collect::<Vec<_>>(),
+                context()
+            );
+        }
+        decoded
+    }
+
+    /// Asserts a clean failure: exit non-zero (not by a signal), nothing on stdout, exactly one
+    /// non-empty line on stderr that is not a panic. Returns that line.
+    pub fn rejected(&self) -> String {
+        let stderr = self.stderr();
+        let context = format!(
+            "\n--- stdout ---\n{}\n--- stderr ---\n{stderr}",
+            self.stdout()
+        );
+        assert!(!self.exec.timed_out, "timed out{context}");
+        match self.exec.exit_code {
+            Some(code) if code != 0 => {}
+            other => panic!("expected a non-zero exit, got {other:?}{context}"),
+        }
+        assert!(
+            self.exec.stdout.is_empty(),
+            "stdout must be empty on failure{context}"
+        );
+        assert!(!stderr.contains("panicked"), "the plugin panicked{context}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "expected exactly one stderr line{context}");
+        lines[0].to_owned()
+    }
+}
+
+/// A temporary directory removed on drop (no extra dependency for the few the kit needs).
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates a fresh directory under the system temp dir.
+    pub fn new(label: &str) -> Self {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("kcp-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        if let Err(e) = std::fs::create_dir_all(&path) {
+            panic!("creating {}: {e}", path.display());
+        }
+        TempDir(path)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub mod fake;

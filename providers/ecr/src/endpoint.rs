@@ -1,0 +1,128 @@
+//! The API endpoint a registry host leads to, resolved with the SDK's own endpoint rules so that
+//! what we log (and test) is what the SDK calls.
+
+use aws_sdk_ecr::config::endpoint::{Params as EcrParams, ResolveEndpoint as _};
+use aws_sdk_ecrpublic::config::endpoint::{Params as PublicParams, ResolveEndpoint as _};
+
+use crate::host::RegistryKind;
+
+/// The endpoint URL for the GetAuthorizationToken call on this kind of registry.
+pub fn resolve(
+    kind: &RegistryKind,
+    region: &str,
+    fips: bool,
+    dual_stack: bool,
+) -> Result<String, String> {
+    let result = if *kind == RegistryKind::Public {
+        let params = PublicParams::builder()
+            .region(region)
+            .use_fips(fips)
+            .use_dual_stack(dual_stack)
+            .build()
+            .map_err(|e| e.to_string())?;
+        futures_now(
+            aws_sdk_ecrpublic::config::endpoint::DefaultResolver::new().resolve_endpoint(&params),
+        )
+    } else {
+        let params = EcrParams::builder()
+            .region(region)
+            .use_fips(fips)
+            .use_dual_stack(dual_stack)
+            .build()
+            .map_err(|e| e.to_string())?;
+        futures_now(aws_sdk_ecr::config::endpoint::DefaultResolver::new().resolve_endpoint(&params))
+    };
+    result
+}
+
+/// The default resolvers are synchronous rule evaluations wrapped in a ready future.
+fn futures_now(
+    future: aws_smithy_runtime_api::client::endpoint::EndpointFuture<'_>,
+) -> Result<String, String> {
+    let waker = std::task::Waker::noop();
+    let mut context = std::task::Context::from_waker(waker);
+    let mut future = std::pin::pin!(future);
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(Ok(endpoint)) => Ok(endpoint.url().to_owned()),
+        std::task::Poll::Ready(Err(e)) => Err(e.to_string()),
+        std::task::Poll::Pending => Err("endpoint resolution did not complete".to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::classify;
+
+    fn for_host(host: &str) -> String {
+        let kind = classify(host);
+        let (region, fips, dual) = match &kind {
+            RegistryKind::Private(p) => (p.region.clone(), p.fips, p.dual_stack()),
+            _ => ("us-east-1".to_owned(), false, false),
+        };
+        resolve(&kind, &region, fips, dual).unwrap()
+    }
+
+    /// Pins the SDK's endpoint rules for each host form: FIPS hosts reach the FIPS API, dual-stack
+    /// hosts the dual-stack one (not the invalid `api.ecr.<r>.api.aws` of upstream #1330), and each
+    /// partition its own DNS suffix.
+    #[test]
+    fn endpoint_follows_the_host() {
+        for (host, endpoint) in [
+            (
+                "123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                "https://api.ecr.us-west-2.amazonaws.com",
+            ),
+            (
+                "123456789012.dkr.ecr-fips.us-east-1.amazonaws.com",
+                "https://api.ecr-fips.us-east-1.amazonaws.com",
+            ),
+            (
+                "123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com",
+                "https://api.ecr-fips.us-gov-west-1.amazonaws.com",
+            ),
+            (
+                "123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn",
+                "https://api.ecr.cn-north-1.amazonaws.com.cn",
+            ),
+            (
+                "123456789012.dkr-ecr.us-west-2.on.aws",
+                "https://ecr.us-west-2.api.aws",
+            ),
+            (
+                "123456789012.dkr-ecr-fips.us-east-1.on.aws",
+                "https://ecr-fips.us-east-1.api.aws",
+            ),
+            (
+                "123456789012.dkr.ecr.us-iso-east-1.c2s.ic.gov",
+                "https://api.ecr.us-iso-east-1.c2s.ic.gov",
+            ),
+            (
+                "123456789012.dkr.ecr.us-isob-east-1.sc2s.sgov.gov",
+                "https://api.ecr.us-isob-east-1.sc2s.sgov.gov",
+            ),
+            (
+                "123456789012.dkr-ecr.cn-north-1.on.amazonwebservices.com.cn",
+                "https://ecr.cn-north-1.api.amazonwebservices.com.cn",
+            ),
+            (
+                "123456789012.dkr.ecr.eusc-de-east-1.amazonaws.eu",
+                "https://api.ecr.eusc-de-east-1.amazonaws.eu",
+            ),
+            (
+                "123456789012.dkr.ecr.eu-isoe-west-1.cloud.adc-e.uk",
+                "https://api.ecr.eu-isoe-west-1.cloud.adc-e.uk",
+            ),
+            (
+                "123456789012.dkr.ecr.us-isof-east-1.csp.hci.ic.gov",
+                "https://api.ecr.us-isof-east-1.csp.hci.ic.gov",
+            ),
+            (
+                "public.ecr.aws",
+                "https://api.ecr-public.us-east-1.amazonaws.com",
+            ),
+        ] {
+            assert_eq!(for_host(host), endpoint, "{host}");
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! `ecr-credential-provider`: kubelet image credential provider for Amazon ECR (private
+//! registries in every partition, FIPS and dual-stack hosts) and ECR Public.
+//!
+//! A drop-in replacement for the upstream Go binary of kubernetes/cloud-provider-aws: same
+//! name, arguments, environment and answers (`Registry` cache key, half the token's life as
+//! `cacheDuration`), with every API version answered, ports kept in auth keys, endpoints that
+//! follow the host, service-account-token mode with fallback, and one deadline for the whole run.
+
+mod aws;
+mod endpoint;
+mod host;
+mod provider;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use kcp_common::cache_hint::CachePolicy;
+use kcp_common::cli::{CommonArgs, parse_lenient};
+use kcp_common::deadline::Deadline;
+use kcp_common::logging::{self, Verbosity};
+use kcp_common::{CredentialProviderRequest, Credentials, Provider, ProviderError};
+
+use crate::provider::EcrProvider;
+
+/// Kubelet image credential provider for Amazon ECR and ECR Public.
+///
+/// Reads one CredentialProviderRequest on stdin and writes one CredentialProviderResponse on stdout.
+#[derive(Debug, Parser)]
+#[command(name = "ecr-credential-provider", version, about, long_about = None)]
+struct Cli {
+    /// Refuse images whose host is not an ECR registry (mirrors, custom DNS) instead of answering
+    /// with a token for the default region.
+    #[arg(long, env = "ECR_STRICT_HOSTS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    strict_hosts: bool,
+
+    /// Service-account annotation naming the IAM role to assume in service-account-token mode
+    /// (repeatable; the first present wins; AWS_ECR_ROLE_ARN is the fallback).
+    #[arg(
+        long = "role-arn-annotation",
+        value_name = "KEY",
+        default_value = "eks.amazonaws.com/ecr-role-arn",
+        value_delimiter = ','
+    )]
+    role_annotations: Vec<String>,
+
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Positional arguments such as `get-credentials` (accepted and ignored, as upstream).
+    #[arg(hide = true)]
+    rest: Vec<String>,
+}
+
+impl Provider for EcrProvider {
+    async fn provide(
+        &self,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> Result<Credentials, ProviderError> {
+        Ok(self.credentials(request, deadline).await?)
+    }
+}
+
+fn main() -> ExitCode {
+    let (cli, unknown) = parse_lenient::<Cli>(std::env::args_os());
+    logging::init(cli.common.verbosity().unwrap_or(Verbosity::DEFAULT));
+    for arg in unknown
+        .iter()
+        .chain(cli.rest.iter().filter(|a| a.as_str() != "get-credentials"))
+    {
+        tracing::warn!("ignoring unknown argument {arg:?}");
+    }
+    let provider = EcrProvider {
+        strict_hosts: cli.strict_hosts,
+        role_annotations: cli.role_annotations,
+        cache_policy: CachePolicy::HalfRemaining,
+    };
+    kcp_common::runner::run(&cli.common, provider)
+}

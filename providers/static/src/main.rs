@@ -1,0 +1,129 @@
+//! `static-credential-provider`: answers the kubelet with a fixed username and password read from
+//! files, for registries with long-lived robot accounts (Harbor, Nexus, Artifactory, a lab
+//! registry). It is also the smallest example of a provider built on `kcp-common`.
+//!
+//! The password is read from a file at every exec (so rotating it needs no kubelet restart) and is
+//! only ever sent for registries named by `--registry` globs: a request for any other registry is
+//! refused, so a broad `matchImages` cannot leak the password elsewhere.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use kcp_common::cli::{CommonArgs, parse_go_duration, parse_lenient};
+use kcp_common::deadline::Deadline;
+use kcp_common::duration::GoDuration;
+use kcp_common::{
+    AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Provider, ProviderError,
+    Secret, matching,
+};
+
+/// Kubelet image credential provider that answers with a fixed username and password.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    /// Registry the credential belongs to, as a matchImages glob (repeatable, comma-separated).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        required = true,
+        env = "STATIC_CREDENTIAL_REGISTRIES"
+    )]
+    registry: Vec<String>,
+
+    /// The registry user name.
+    #[arg(long, env = "STATIC_CREDENTIAL_USERNAME")]
+    username: String,
+
+    /// File holding the password (a trailing newline is ignored).
+    #[arg(long, env = "STATIC_CREDENTIAL_PASSWORD_FILE")]
+    password_file: PathBuf,
+
+    /// cacheDuration to answer with, a Go duration.
+    #[arg(long, default_value = "1h", value_parser = parse_go_duration)]
+    cache_duration: GoDuration,
+
+    #[command(flatten)]
+    common: CommonArgs,
+
+    /// Extra positional arguments (such as `get-credentials`) are accepted and ignored.
+    #[arg(hide = true)]
+    rest: Vec<String>,
+}
+
+struct StaticProvider {
+    registries: Vec<String>,
+    username: String,
+    password_file: PathBuf,
+    cache_duration: GoDuration,
+}
+
+impl Provider for StaticProvider {
+    async fn provide(
+        &self,
+        request: &CredentialProviderRequest,
+        _: Deadline,
+    ) -> Result<Credentials, ProviderError> {
+        Ok(self.answer(request)?)
+    }
+}
+
+impl StaticProvider {
+    fn answer(&self, request: &CredentialProviderRequest) -> anyhow::Result<Credentials> {
+        let registry = request.image_ref.registry();
+        if !self
+            .registries
+            .iter()
+            .any(|glob| matching::match_image(glob, registry))
+        {
+            bail!(
+                "registry {registry} is not one of --registry {}; refusing to send the password to it",
+                self.registries.join(",")
+            );
+        }
+        let password = read_password(&self.password_file)?;
+        Ok(Credentials::single(
+            CacheKeyType::Registry,
+            self.cache_duration,
+            registry,
+            AuthConfig::new(self.username.clone(), password),
+        ))
+    }
+}
+
+fn read_password(path: &Path) -> anyhow::Result<Secret> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "reading the password file {} (--password-file)",
+            path.display()
+        )
+    })?;
+    let password = text.trim_end_matches(['\n', '\r']);
+    if password.is_empty() {
+        bail!("the password file {} is empty", path.display());
+    }
+    Ok(Secret::new(password))
+}
+
+fn main() -> ExitCode {
+    let (cli, unknown) = parse_lenient::<Cli>(std::env::args_os());
+    kcp_common::logging::init(
+        cli.common
+            .verbosity()
+            .unwrap_or(kcp_common::logging::Verbosity::DEFAULT),
+    );
+    for arg in unknown
+        .iter()
+        .chain(cli.rest.iter().filter(|a| a.as_str() != "get-credentials"))
+    {
+        tracing::warn!("ignoring unknown argument {arg:?}");
+    }
+    let provider = StaticProvider {
+        registries: cli.registry,
+        username: cli.username,
+        password_file: cli.password_file,
+        cache_duration: cli.cache_duration,
+    };
+    kcp_common::runner::run(&cli.common, provider)
+}
