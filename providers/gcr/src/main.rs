@@ -1,0 +1,6 @@
+//! `gcr-credential-provider`: not built yet (see the project's issues).
+
+fn main() -> std::process::ExitCode {
+    eprintln!("gcr-credential-provider is not implemented yet");
+    std::process::ExitCode::from(1)
+}
