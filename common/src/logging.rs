@@ -72,13 +72,48 @@ impl FromStr for Verbosity {
     }
 }
 
+/// Third-party crates that log whole request and response bodies (tokens included) at TRACE.
+/// They are capped at DEBUG, whatever the verbosity; our own crates may trace.
+const BODY_LOGGING_CRATES: &[&str] = &[
+    "aws_config",
+    "aws_runtime",
+    "aws_sdk_ecr",
+    "aws_sdk_ecrpublic",
+    "aws_sdk_sts",
+    "aws_sdk_sso",
+    "aws_sdk_ssooidc",
+    "aws_smithy_http_client",
+    "aws_smithy_runtime",
+    "aws_smithy_runtime_api",
+    "azure_core",
+    "azure_identity",
+    "gcp_auth",
+    "h2",
+    "hyper",
+    "hyper_util",
+    "reqwest",
+    "rustls",
+    "typespec_client_core",
+];
+
 /// Starts logging to stderr. Calling it twice is harmless (the second call does nothing).
 pub fn init(verbosity: Verbosity) {
-    let _ = tracing_subscriber::fmt()
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    let level = verbosity.level();
+    let capped = level.min(LevelFilter::DEBUG);
+    let filter = BODY_LOGGING_CRATES.iter().fold(
+        tracing_subscriber::filter::Targets::new().with_default(level),
+        |f, krate| f.with_target(*krate, capped),
+    );
+    let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_max_level(verbosity.level())
         .with_target(false)
-        .with_ansi(false)
+        .with_ansi(false);
+    let _ = tracing_subscriber::registry()
+        .with(layer)
+        .with(filter)
         .try_init();
 }
 

@@ -32,6 +32,15 @@ pub struct Endpoints {
     pub dual_stack: bool,
 }
 
+/// ECR answers throttling with a 400 ThrottlingException, which the SDK retries; a proxy or load
+/// balancer in between may answer a bare 429, which it does not. Retry both.
+pub fn retry_on_429() -> aws_smithy_runtime::client::retries::classifiers::HttpStatusCodeClassifier
+{
+    aws_smithy_runtime::client::retries::classifiers::HttpStatusCodeClassifier::new_from_codes(
+        vec![429, 500, 502, 503, 504],
+    )
+}
+
 /// Whether the environment overrides endpoints for `service_env` (e.g. `ECR`), in which case FIPS
 /// and dual-stack must not be set: the SDK refuses a custom endpoint combined with either.
 pub fn endpoint_overridden(service_env: &str) -> bool {

@@ -13,7 +13,7 @@ pub fn resolve(
     fips: bool,
     dual_stack: bool,
 ) -> Result<String, String> {
-    let result = if *kind == RegistryKind::Public {
+    if *kind == RegistryKind::Public {
         let params = PublicParams::builder()
             .region(region)
             .use_fips(fips)
@@ -31,8 +31,7 @@ pub fn resolve(
             .build()
             .map_err(|e| e.to_string())?;
         futures_now(aws_sdk_ecr::config::endpoint::DefaultResolver::new().resolve_endpoint(&params))
-    };
-    result
+    }
 }
 
 /// The default resolvers are synchronous rule evaluations wrapped in a ready future.

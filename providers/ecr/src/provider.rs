@@ -5,10 +5,12 @@ use std::time::SystemTime;
 
 use anyhow::{Context, anyhow, bail};
 use aws_credential_types::Credentials as AwsCredentials;
-use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_sdk_ecr::error::{ProvideErrorMetadata, SdkError};
+use aws_smithy_runtime_api::http::Response as HttpResponse;
 use base64::Engine;
 use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
+use kcp_common::logging::error_chain;
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 
 use crate::aws::{self, Endpoints};
@@ -73,13 +75,7 @@ impl EcrProvider {
                 "{registry} is not an Amazon ECR registry host and strict host checking is on (--strict-hosts / ECR_STRICT_HOSTS): \
                  refusing to send an ECR token to it; narrow matchImages to ECR hosts or turn strict checking off for mirrors"
             ),
-            RegistryKind::Other => {
-                tracing::warn!(
-                    registry,
-                    "No region found in the image reference, the default region will be used. Please refer to AWS SDK documentation for configuration purpose."
-                );
-                Endpoints::default()
-            }
+            RegistryKind::Other => Endpoints::default(),
         };
 
         let service_env = if kind == RegistryKind::Public {
@@ -95,6 +91,14 @@ impl EcrProvider {
             );
         };
 
+        if kind == RegistryKind::Other {
+            // Upstream's warning, once we know the default region exists (else the error says it all).
+            tracing::warn!(
+                registry,
+                %region,
+                "No region found in the image reference, the default region will be used. Please refer to AWS SDK documentation for configuration purpose."
+            );
+        }
         let assumed = self.assume_role(request, &config).await?;
         let source = match &assumed {
             Some(a) => format!("assumed role {} via the service-account token", a.role_arn),
@@ -108,7 +112,8 @@ impl EcrProvider {
         };
 
         let token = if kind == RegistryKind::Public {
-            let mut builder = aws_sdk_ecrpublic::config::Builder::from(&config);
+            let mut builder = aws_sdk_ecrpublic::config::Builder::from(&config)
+                .retry_classifier(aws::retry_on_429());
             if let Some(a) = &assumed {
                 builder = builder.credentials_provider(a.credentials.clone());
             }
@@ -117,7 +122,7 @@ impl EcrProvider {
                 .get_authorization_token()
                 .send()
                 .await
-                .map_err(|e| anyhow!("{}", DisplayErrorContext(&e)))
+                .map_err(|e| anyhow!(describe(&e)))
                 .with_context(context)?;
             let data = out
                 .authorization_data()
@@ -128,7 +133,8 @@ impl EcrProvider {
                 expires_at: data.expires_at().and_then(to_system_time),
             }
         } else {
-            let mut builder = aws_sdk_ecr::config::Builder::from(&config);
+            let mut builder =
+                aws_sdk_ecr::config::Builder::from(&config).retry_classifier(aws::retry_on_429());
             if let Some(a) = &assumed {
                 builder = builder.credentials_provider(a.credentials.clone());
             }
@@ -137,7 +143,7 @@ impl EcrProvider {
                 .get_authorization_token()
                 .send()
                 .await
-                .map_err(|e| anyhow!("{}", DisplayErrorContext(&e)))
+                .map_err(|e| anyhow!(describe(&e)))
                 .with_context(context)?;
             let data = out
                 .authorization_data()
@@ -203,7 +209,8 @@ impl EcrProvider {
             },
         };
         // AssumeRoleWithWebIdentity needs no AWS credentials: the pod's token is the proof.
-        let mut sts_config = aws_sdk_sts::config::Builder::from(config);
+        let mut sts_config =
+            aws_sdk_sts::config::Builder::from(config).retry_classifier(aws::retry_on_429());
         sts_config.set_credentials_provider(None);
         let sts_config = sts_config.build();
         let sts = aws_sdk_sts::Client::from_conf(sts_config);
@@ -215,7 +222,7 @@ impl EcrProvider {
             .web_identity_token(token.expose())
             .send()
             .await
-            .map_err(|e| anyhow!("{}", DisplayErrorContext(&e)))
+            .map_err(|e| anyhow!(describe(&e)))
             .with_context(|| format!("failed to assume role {role_arn} with the service-account token (STS in region {region})"))?;
         let c = out.credentials().ok_or_else(|| {
             anyhow!("STS AssumeRoleWithWebIdentity for {role_arn} returned no credentials")
@@ -232,6 +239,26 @@ impl EcrProvider {
             credentials,
             role_arn,
         }))
+    }
+}
+
+/// An SDK error as one line without the raw response: the SDK's own verbose form ends in a Debug
+/// dump of the HTTP response, body included, and a body may hold a token.
+fn describe<E>(error: &SdkError<E, HttpResponse>) -> String
+where
+    E: std::error::Error + ProvideErrorMetadata + 'static,
+{
+    match error {
+        SdkError::ServiceError(service) => {
+            let status = service.raw().status().as_u16();
+            let err = service.err();
+            match (err.code(), err.message()) {
+                (Some(code), Some(message)) => format!("HTTP {status} {code}: {message}"),
+                (Some(code), None) => format!("HTTP {status} {code}"),
+                _ => format!("HTTP {status}: {}", error_chain(err)),
+            }
+        }
+        other => error_chain(other),
     }
 }
 

@@ -1,0 +1,103 @@
+//! ecr-credential-provider against moto, the AWS emulator: private ECR with static credentials,
+//! web identity (IRSA) through STS, and service-account-token mode with the role from the
+//! pod's annotation. moto's tokens expire in 2015, which exercises the expired path (`0s`).
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use kcp_common::ApiVersion;
+use kcp_common::duration::GoDuration;
+use support::{Moto, PRIVATE_HOST, plugin};
+
+#[test]
+fn private_ecr_with_static_credentials_in_every_api_version() {
+    let moto = Moto::start();
+    let p = plugin().env("AWS_ENDPOINT_URL", &moto.url);
+    for v in ApiVersion::ALL {
+        let out = p.request(v, &format!("{PRIVATE_HOST}/team/app"));
+        let ok = out.accepted();
+        assert_eq!(ok.api_version, v);
+        // moto's expiresAt lies in 2015: the token is reported expired, never cached.
+        assert_eq!(ok.cache_duration, Some(GoDuration::ZERO));
+        assert_eq!(ok.auth.len(), 1);
+        let (user, password) = &ok.auth[PRIVATE_HOST];
+        assert_eq!(user, "AWS");
+        assert_eq!(password, "123456789012-auth-token");
+        assert_eq!(
+            out.stderr(),
+            "",
+            "a successful run prints nothing at the default level"
+        );
+    }
+}
+
+#[test]
+fn the_auth_key_keeps_the_port() {
+    let moto = Moto::start();
+    let image = format!("{PRIVATE_HOST}:443/app");
+    let ok = plugin()
+        .env("AWS_ENDPOINT_URL_ECR", &moto.url)
+        .request(ApiVersion::V1, &image)
+        .accepted();
+    assert_eq!(
+        ok.auth.keys().collect::<Vec<_>>(),
+        vec![&format!("{PRIVATE_HOST}:443")]
+    );
+}
+
+#[test]
+fn web_identity_credentials_from_the_environment() {
+    let moto = Moto::start();
+    let p = kcp_common::testkit::Plugin::new(support::BIN);
+    let token_file = p.home().join("web-identity-token");
+    std::fs::write(&token_file, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJub2RlIn0.c2ln").unwrap();
+    let out = p
+        .env(
+            "AWS_WEB_IDENTITY_TOKEN_FILE",
+            token_file.display().to_string(),
+        )
+        .env("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/kubelet-ecr")
+        .env("AWS_ENDPOINT_URL_STS", &moto.url)
+        .env("AWS_ENDPOINT_URL_ECR", &moto.url)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .args(["--v=4"])
+        .request(ApiVersion::V1, &format!("{PRIVATE_HOST}/app"));
+    let ok = out.accepted();
+    assert_eq!(ok.auth[PRIVATE_HOST].0, "AWS");
+    assert!(
+        out.stderr().contains("provider=WebIdentityToken"),
+        "credentials must come from web identity:\n{}",
+        out.stderr()
+    );
+}
+
+#[test]
+fn service_account_token_mode_assumes_the_annotated_role() {
+    let moto = Moto::start();
+    let annotations = BTreeMap::from([(
+        "eks.amazonaws.com/ecr-role-arn".to_owned(),
+        "arn:aws:iam::123456789012:role/team-pull".to_owned(),
+    )]);
+    let out = plugin()
+        .env("AWS_ENDPOINT_URL", &moto.url)
+        .args(["--v=4"])
+        .request_with_token(
+            ApiVersion::V1,
+            &format!("{PRIVATE_HOST}/app"),
+            Some("eyJhbGciOiJSUzI1NiJ9.sa.token"),
+            &annotations,
+        );
+    let ok = out.accepted();
+    assert_eq!(ok.auth[PRIVATE_HOST].0, "AWS");
+    assert!(
+        out.stderr()
+            .contains("assumed role with the service-account token"),
+        "{}",
+        out.stderr()
+    );
+    assert!(
+        !out.stderr().contains("eyJhbGciOiJSUzI1NiJ9.sa.token"),
+        "the SA token must never be logged"
+    );
+}

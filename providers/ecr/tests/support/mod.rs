@@ -1,0 +1,194 @@
+//! Shared pieces of the ECR integration tests: a moto server per test, canned AWS answers for
+//! the scripted fake, and small helpers (base64, RFC 3339 timestamps).
+
+#![allow(dead_code)]
+
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use kcp_common::testkit::Plugin;
+use kcp_common::testkit::fake::{FakeResponse, RecordedRequest};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_ecr-credential-provider");
+pub const PRIVATE_HOST: &str = "123456789012.dkr.ecr.us-west-2.amazonaws.com";
+pub const ECR_TARGET: &str = "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken";
+pub const PUBLIC_TARGET: &str = "SpencerFrontendService.GetAuthorizationToken";
+
+/// The plugin with static test credentials and nothing else from the environment.
+pub fn plugin() -> Plugin {
+    Plugin::new(BIN)
+        .env("AWS_ACCESS_KEY_ID", "AKIDTESTSTATIC")
+        .env("AWS_SECRET_ACCESS_KEY", "static-secret-key-value")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+}
+
+/// A port nothing listens on.
+pub fn closed_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+/// moto_server on a free loopback port, killed on drop.
+pub struct Moto {
+    child: Child,
+    pub url: String,
+}
+
+impl Moto {
+    pub fn start() -> Moto {
+        let port = closed_port();
+        let child = Command::new("moto_server")
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("starting moto_server failed ({e}): run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)")
+            });
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "moto_server did not start on port {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Moto {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn b64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (civil-from-days, proleptic Gregorian).
+pub fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A private-ECR GetAuthorizationToken answer (awsJson1.1; timestamps are epoch seconds).
+pub fn ecr_token(user_pass: &str, expires_at: Option<u64>) -> FakeResponse {
+    let expiry = expires_at
+        .map(|t| format!(r#","expiresAt":{t}"#))
+        .unwrap_or_default();
+    FakeResponse::json(format!(
+        r#"{{"authorizationData":[{{"authorizationToken":"{}"{expiry},"proxyEndpoint":"https://{PRIVATE_HOST}"}}]}}"#,
+        b64(user_pass)
+    ))
+    .header("content-type", "application/x-amz-json-1.1")
+}
+
+/// An ECR Public answer: `authorizationData` is one object.
+pub fn public_token(user_pass: &str, expires_at: u64) -> FakeResponse {
+    FakeResponse::json(format!(
+        r#"{{"authorizationData":{{"authorizationToken":"{}","expiresAt":{expires_at}}}}}"#,
+        b64(user_pass)
+    ))
+    .header("content-type", "application/x-amz-json-1.1")
+}
+
+/// An awsJson1.1 error.
+pub fn aws_error(status: u16, code: &str) -> FakeResponse {
+    FakeResponse::new(
+        status,
+        format!(r#"{{"__type":"{code}","message":"injected {code}"}}"#),
+    )
+    .header("content-type", "application/x-amz-json-1.1")
+}
+
+/// An STS AssumeRoleWithWebIdentity answer.
+pub fn sts_credentials(access_key: &str, expires_at: u64) -> FakeResponse {
+    FakeResponse::new(
+        200,
+        format!(
+            r#"<AssumeRoleWithWebIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleWithWebIdentityResult>
+    <Credentials>
+      <AccessKeyId>{access_key}</AccessKeyId>
+      <SecretAccessKey>assumed-secret-key-value</SecretAccessKey>
+      <SessionToken>assumed-session-token-value</SessionToken>
+      <Expiration>{}</Expiration>
+    </Credentials>
+    <AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/pull/ecr-credential-provider</Arn><AssumedRoleId>AROATEST:ecr-credential-provider</AssumedRoleId></AssumedRoleUser>
+  </AssumeRoleWithWebIdentityResult>
+  <ResponseMetadata><RequestId>req-1</RequestId></ResponseMetadata>
+</AssumeRoleWithWebIdentityResponse>"#,
+            rfc3339(expires_at)
+        ),
+    )
+    .header("content-type", "text/xml")
+}
+
+/// The SigV4 credential scope of a request: (access key, region, service).
+pub fn sigv4_scope(request: &RecordedRequest) -> Option<(String, String, String)> {
+    let auth = request.header("authorization")?;
+    let credential = auth.split("Credential=").nth(1)?.split(',').next()?;
+    let mut parts = credential.split('/');
+    let key = parts.next()?.to_owned();
+    let _date = parts.next()?;
+    Some((key, parts.next()?.to_owned(), parts.next()?.to_owned()))
+}
+
+/// Form fields of a URL-encoded body.
+pub fn form(request: &RecordedRequest) -> Vec<(String, String)> {
+    request
+        .body_text()
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (decode(k), decode(v)))
+        .collect()
+}
+
+fn decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
+                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
