@@ -6,8 +6,15 @@
 //! `ALL_PROXY`, `NO_PROXY`, either case) are honoured, except for cloud metadata endpoints: those
 //! are link-local and node-only, and sending their traffic (and the tokens in it) to a proxy is
 //! both wrong and dangerous, so [`Route::Metadata`] and every link-local address go direct.
+//!
+//! Clients are built on first use and plain-`http://` requests use one without a trust store, so
+//! a run that only talks to a metadata server never reads the system's CA certificates (several
+//! milliseconds of CPU per exec). Error excerpts of answer bodies are cut short and token-like runs
+//! in them redacted ([`redact_token_like`]), and redirects are never followed (a token must not
+//! follow one).
 
 use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::{Method, Url};
@@ -18,6 +25,9 @@ use crate::deadline::Deadline;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default per-request timeout (further capped by the deadline).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// When a call's timeout is cut short by the run's deadline, it ends this much earlier, so the
+/// caller can still report which call timed out before the runner's overall deadline fires.
+pub const DEADLINE_SLACK: Duration = Duration::from_millis(100);
 /// Most bytes read from a response body; token answers are a few KiB.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
@@ -129,10 +139,10 @@ impl HttpError {
     }
 }
 
-/// A successful answer.
+/// An answer: always 2xx from [`HttpClient::send`], any status from [`HttpClient::fetch`].
 #[derive(Debug, Clone)]
 pub struct HttpResponse {
-    /// The status code (2xx).
+    /// The status code.
     pub status: u16,
     /// The body.
     pub body: Vec<u8>,
@@ -151,11 +161,36 @@ impl HttpResponse {
 }
 
 /// An HTTP client that follows the rules in the module docs.
+///
+/// The underlying clients are built on first use, one per kind of route: building one loads the
+/// system's CA certificates (several milliseconds per process), and a run that only talks plain
+/// HTTP to a metadata server needs none of them.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
-    proxied: reqwest::Client,
-    direct: reqwest::Client,
+    inner: Arc<Clients>,
+}
+
+#[derive(Debug)]
+struct Clients {
+    proxy: ProxyConfig,
+    connect_timeout: Duration,
     request_timeout: Duration,
+    /// One lazily built client per [`Kind`], indexed by [`Kind::index`].
+    clients: [OnceLock<Result<reqwest::Client, String>>; 4],
+}
+
+/// Which client a request needs: through the proxy variables or direct, and with the system
+/// trust store or none at all (plain `http://` that no TLS will ever touch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    proxied: bool,
+    tls: bool,
+}
+
+impl Kind {
+    fn index(self) -> usize {
+        usize::from(self.proxied) * 2 + usize::from(self.tls)
+    }
 }
 
 impl HttpClient {
@@ -164,49 +199,34 @@ impl HttpClient {
         Self::new(&ProxyConfig::from_env(), CONNECT_TIMEOUT, REQUEST_TIMEOUT)
     }
 
-    /// A client with explicit proxy settings and timeouts.
+    /// A client with explicit proxy settings and timeouts. Proxy URLs are checked here; the
+    /// connections themselves are set up on first use.
     pub fn new(
         proxy: &ProxyConfig,
         connect_timeout: Duration,
         request_timeout: Duration,
     ) -> Result<Self, HttpError> {
         install_crypto_provider();
-        let base = || {
-            reqwest::Client::builder()
-                .connect_timeout(connect_timeout)
-                .redirect(reqwest::redirect::Policy::none())
-                .user_agent(concat!(
-                    "kubelet-credential-providers/",
-                    env!("CARGO_PKG_VERSION")
-                ))
-                // Our own proxy handling below replaces reqwest's implicit environment lookup.
-                .no_proxy()
-        };
-        let setup = |e: reqwest::Error| HttpError::Setup(e.to_string());
-        let no_proxy = proxy
-            .no_proxy
-            .as_deref()
-            .and_then(reqwest::NoProxy::from_string);
-        let mut proxied = base();
-        if let Some(url) = &proxy.https {
-            proxied = proxied.proxy(
-                reqwest::Proxy::https(url)
-                    .map_err(setup)?
-                    .no_proxy(no_proxy.clone()),
-            );
-        }
-        if let Some(url) = &proxy.http {
-            proxied = proxied.proxy(
-                reqwest::Proxy::http(url)
-                    .map_err(setup)?
-                    .no_proxy(no_proxy.clone()),
-            );
+        for url in [&proxy.https, &proxy.http].into_iter().flatten() {
+            reqwest::Proxy::all(url).map_err(|e| {
+                HttpError::Setup(format!("invalid proxy URL from the environment: {e}"))
+            })?;
         }
         Ok(HttpClient {
-            proxied: proxied.build().map_err(setup)?,
-            direct: base().build().map_err(setup)?,
-            request_timeout,
+            inner: Arc::new(Clients {
+                proxy: proxy.clone(),
+                connect_timeout,
+                request_timeout,
+                clients: Default::default(),
+            }),
         })
+    }
+
+    fn client(&self, kind: Kind) -> Result<&reqwest::Client, HttpError> {
+        self.inner.clients[kind.index()]
+            .get_or_init(|| self.inner.build(kind))
+            .as_ref()
+            .map_err(|e| HttpError::Setup(e.clone()))
     }
 
     /// Sends one request and returns a 2xx answer, or an error naming the host.
@@ -221,16 +241,48 @@ impl HttpClient {
         body: Option<Vec<u8>>,
         deadline: Deadline,
     ) -> Result<HttpResponse, HttpError> {
+        let response = self
+            .fetch(route, method, url, headers, body, deadline)
+            .await?;
+        if !(200..300).contains(&response.status) {
+            return Err(HttpError::Status {
+                host: url.host_str().unwrap_or("").to_owned(),
+                status: response.status,
+                detail: excerpt(&response.body),
+            });
+        }
+        Ok(response)
+    }
+
+    /// As [`Self::send`], but returns the answer whatever its status (for clients such as SDK
+    /// transports that read error bodies themselves). Transport failures, the body cap and the
+    /// deadline still give errors.
+    pub async fn fetch(
+        &self,
+        route: Route,
+        method: Method,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        deadline: Deadline,
+    ) -> Result<HttpResponse, HttpError> {
         let host = url.host_str().unwrap_or("").to_owned();
-        let timeout = deadline.cap(self.request_timeout);
+        let mut timeout = deadline.cap(self.inner.request_timeout);
+        if timeout < self.inner.request_timeout {
+            timeout = timeout.saturating_sub(DEADLINE_SLACK);
+        }
         if timeout.is_zero() {
             return Err(HttpError::DeadlinePassed(host));
         }
-        let client = if route == Route::Metadata || is_link_local_url(url) {
-            &self.direct
-        } else {
-            &self.proxied
-        };
+        let proxied = route == Route::Internet && !is_link_local_url(url);
+        // A plain-http request needs TLS only to reach an https:// proxy.
+        let tls =
+            url.scheme() != "http"
+                || (proxied
+                    && self.inner.proxy.http.as_deref().is_some_and(|p| {
+                        p.trim_start().to_ascii_lowercase().starts_with("https://")
+                    }));
+        let client = self.client(Kind { proxied, tls })?;
         let mut request = client.request(method.clone(), url.clone()).timeout(timeout);
         for (name, value) in headers {
             request = request.header(*name, *value);
@@ -251,18 +303,57 @@ impl HttpClient {
             .collect();
         let body = read_body(response, &host).await?;
         tracing::debug!(%host, status, bytes = body.len(), "HTTP response");
-        if !(200..300).contains(&status) {
-            return Err(HttpError::Status {
-                host,
-                status,
-                detail: excerpt(&body),
-            });
-        }
         Ok(HttpResponse {
             status,
             body,
             headers,
         })
+    }
+}
+
+impl Clients {
+    fn build(&self, kind: Kind) -> Result<reqwest::Client, String> {
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!(
+                "kubelet-credential-providers/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            // Our own proxy handling below replaces reqwest's implicit environment lookup.
+            .no_proxy();
+        if kind.proxied {
+            let no_proxy = self
+                .proxy
+                .no_proxy
+                .as_deref()
+                .and_then(reqwest::NoProxy::from_string);
+            if let Some(url) = &self.proxy.https {
+                builder = builder.proxy(
+                    reqwest::Proxy::https(url)
+                        .map_err(|e| e.to_string())?
+                        .no_proxy(no_proxy.clone()),
+                );
+            }
+            if let Some(url) = &self.proxy.http {
+                builder = builder.proxy(
+                    reqwest::Proxy::http(url)
+                        .map_err(|e| e.to_string())?
+                        .no_proxy(no_proxy.clone()),
+                );
+            }
+        }
+        if kind.tls {
+            // Our trust store (fast PEM loading, SSL_CERT_FILE/SSL_CERT_DIR) instead of the
+            // platform verifier, which costs ~4 ms of CPU per process to parse the same bundle.
+            let config = crate::tls::client_config().map_err(|e| e.to_string())?;
+            builder = builder.tls_backend_preconfigured(config);
+        } else {
+            // An empty trust store: nothing is read from disk, and https cannot succeed, which
+            // is fine because this client only ever sees http:// URLs over plain connections.
+            builder = builder.tls_certs_only(std::iter::empty());
+        }
+        builder.build().map_err(|e| crate::logging::error_chain(&e))
     }
 }
 
@@ -298,15 +389,48 @@ fn transport_error(host: &str, error: &reqwest::Error) -> HttpError {
     }
 }
 
-/// A short one-line excerpt of an error body, for diagnostics.
+/// A short one-line excerpt of an error body, for diagnostics. Token-like runs are redacted
+/// before the cut, so a body that quotes the token it rejects (or a fragment of it) cannot carry
+/// it into a log line.
 fn excerpt(body: &[u8]) -> String {
     const MAX: usize = 200;
     let text = String::from_utf8_lossy(body);
-    let line = crate::logging::one_line(&text);
+    let line = redact_token_like(&crate::logging::one_line(&text));
     match line.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line,
     }
+}
+
+/// Shortest run of token characters that [`redact_token_like`] replaces. Words of error
+/// messages, host names (split at dots) and UUIDs (36) are shorter; access tokens, JWT segments,
+/// keys and signatures are longer.
+pub const TOKEN_RUN_MIN: usize = 40;
+
+/// Replaces every run of at least [`TOKEN_RUN_MIN`] characters from `[A-Za-z0-9_+=-]` (the
+/// base64 and base64url alphabets without `/`) with `<redacted>`.
+pub fn redact_token_like(text: &str) -> String {
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '=');
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= TOKEN_RUN_MIN {
+            out.push_str(crate::secret::REDACTED);
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if is_token_char(c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
 }
 
 /// Whether the URL's host is a link-local address (cloud metadata lives there).

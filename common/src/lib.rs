@@ -13,6 +13,7 @@
 //! - [`cli`], [`logging`]: shared flags and stderr logging.
 //! - [`deadline`], [`retry`], [`http`]: one overall deadline, jittered retries, HTTP for hand-rolled calls.
 //! - [`secret`]: a string type that never prints its value.
+//! - [`tls`]: the trust store (fast PEM loading) and rustls client configuration.
 //! - [`kubelet`]: the kubelet's side (exec a plugin, decode its answer strictly), for tests and tools.
 //! - `testkit` (feature `testkit`): assertions for provider integration tests.
 
@@ -31,6 +32,7 @@ pub mod runner;
 pub mod secret;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+pub mod tls;
 
 pub use protocol::{ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials};
 pub use runner::{Provider, ProviderError};

@@ -162,6 +162,7 @@ fn serve(
     requests: &Mutex<Vec<RecordedRequest>>,
     stop: &AtomicBool,
 ) {
+    let _ = stream.set_nodelay(true);
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -180,21 +181,21 @@ fn serve(
         if response.close {
             return;
         }
-        let mut head = format!(
+        let mut answer = format!(
             "HTTP/1.1 {} {}\r\ncontent-length: {}\r\n",
             response.status,
             reason(response.status),
             response.body.len()
-        );
+        )
+        .into_bytes();
         for (k, v) in &response.headers {
-            head.push_str(&format!("{k}: {v}\r\n"));
+            answer.extend_from_slice(format!("{k}: {v}\r\n").as_bytes());
         }
-        head.push_str("\r\n");
-        if writer
-            .write_all(head.as_bytes())
-            .and_then(|()| writer.write_all(&response.body))
-            .is_err()
-        {
+        answer.extend_from_slice(b"\r\n");
+        answer.extend_from_slice(&response.body);
+        // One write: head and body in separate small writes meet Nagle's algorithm and the
+        // client's delayed ACK, adding ~40 ms to every answer on loopback.
+        if writer.write_all(&answer).is_err() {
             return;
         }
     }

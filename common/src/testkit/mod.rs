@@ -223,3 +223,5 @@ impl Drop for TempDir {
 }
 
 pub mod fake;
+pub mod proxy;
+pub mod tls;

@@ -44,13 +44,24 @@ pub struct Cloud {
 }
 
 impl Cloud {
+    /// Azure's public cloud, the default.
+    pub fn public() -> Cloud {
+        Cloud {
+            name: "AzurePublicCloud".into(),
+            authority_host: "https://login.microsoftonline.com/".into(),
+            acr_suffix: "azurecr.io".into(),
+        }
+    }
+
     /// The three named clouds; `None` for an unknown name.
     pub fn named(name: &str) -> Option<Cloud> {
         let (canonical, authority, suffix) = match name.to_ascii_uppercase().as_str() {
-            "" | "AZURECLOUD" | "AZUREPUBLICCLOUD" => {
-                ("AzurePublicCloud", "https://login.microsoftonline.com/", "azurecr.io")
-            }
-            "AZURECHINACLOUD" => ("AzureChinaCloud", "https://login.chinacloudapi.cn/", "azurecr.cn"),
+            "" | "AZURECLOUD" | "AZUREPUBLICCLOUD" => return Some(Cloud::public()),
+            "AZURECHINACLOUD" => (
+                "AzureChinaCloud",
+                "https://login.chinacloudapi.cn/",
+                "azurecr.cn",
+            ),
             "AZUREUSGOVERNMENT" | "AZUREUSGOVERNMENTCLOUD" => (
                 "AzureUSGovernmentCloud",
                 "https://login.microsoftonline.us/",
@@ -74,17 +85,17 @@ impl Cloud {
         net: &Net,
         deadline: Deadline,
     ) -> anyhow::Result<Cloud> {
-        let mut cloud = match Cloud::named(name) {
-            Some(cloud) => cloud,
-            None => {
-                // Upstream falls back to the public cloud for unknown names (AzureStackCloud
-                // included, which then relies on the environment file).
-                if !name.eq_ignore_ascii_case("AzureStackCloud") {
-                    tracing::warn!(cloud = name, "unknown cloud name in the config; using AzurePublicCloud");
-                }
-                Cloud::named("").unwrap_or_else(|| unreachable_public())
+        let mut cloud = Cloud::named(name).unwrap_or_else(|| {
+            // Upstream falls back to the public cloud for unknown names (AzureStackCloud
+            // included, which then relies on the environment file).
+            if !name.eq_ignore_ascii_case("AzureStackCloud") {
+                tracing::warn!(
+                    cloud = name,
+                    "unknown cloud name in the config; using AzurePublicCloud"
+                );
             }
-        };
+            Cloud::public()
+        });
         let endpoint = resource_manager_endpoint.trim();
         if !endpoint.is_empty() {
             cloud = from_arm_metadata(endpoint, &cloud, net, deadline).await?;
@@ -106,15 +117,6 @@ impl Cloud {
     }
 }
 
-/// The public cloud, spelled out for the one place `Cloud::named("")` cannot fail.
-fn unreachable_public() -> Cloud {
-    Cloud {
-        name: "AzurePublicCloud".into(),
-        authority_host: "https://login.microsoftonline.com/".into(),
-        acr_suffix: "azurecr.io".into(),
-    }
-}
-
 /// Reads a custom cloud's endpoints from its ARM metadata.
 async fn from_arm_metadata(
     endpoint: &str,
@@ -131,7 +133,8 @@ async fn from_arm_metadata(
             "reading the cloud metadata of resourceManagerEndpoint {endpoint} ({url_text}); check the endpoint in the cloud config and network access to it"
         )
     };
-    let url = reqwest::Url::parse(&url_text).map_err(|e| anyhow::anyhow!("{}: invalid URL: {e}", context()))?;
+    let url = reqwest::Url::parse(&url_text)
+        .map_err(|e| anyhow::anyhow!("{}: invalid URL: {e}", context()))?;
     let response = net
         .get(&url, &[], deadline.cap(METADATA_TIMEOUT))
         .await
@@ -215,14 +218,38 @@ mod tests {
     fn named_clouds_have_their_authority_and_suffix() {
         for (name, authority, suffix) in [
             ("", "https://login.microsoftonline.com/", "azurecr.io"),
-            ("AzurePublicCloud", "https://login.microsoftonline.com/", "azurecr.io"),
-            ("azurecloud", "https://login.microsoftonline.com/", "azurecr.io"),
-            ("AzureChinaCloud", "https://login.chinacloudapi.cn/", "azurecr.cn"),
-            ("AZUREUSGOVERNMENT", "https://login.microsoftonline.us/", "azurecr.us"),
-            ("AzureUSGovernmentCloud", "https://login.microsoftonline.us/", "azurecr.us"),
+            (
+                "AzurePublicCloud",
+                "https://login.microsoftonline.com/",
+                "azurecr.io",
+            ),
+            (
+                "azurecloud",
+                "https://login.microsoftonline.com/",
+                "azurecr.io",
+            ),
+            (
+                "AzureChinaCloud",
+                "https://login.chinacloudapi.cn/",
+                "azurecr.cn",
+            ),
+            (
+                "AZUREUSGOVERNMENT",
+                "https://login.microsoftonline.us/",
+                "azurecr.us",
+            ),
+            (
+                "AzureUSGovernmentCloud",
+                "https://login.microsoftonline.us/",
+                "azurecr.us",
+            ),
         ] {
             let c = Cloud::named(name).unwrap();
-            assert_eq!((c.authority_host.as_str(), c.acr_suffix.as_str()), (authority, suffix), "{name}");
+            assert_eq!(
+                (c.authority_host.as_str(), c.acr_suffix.as_str()),
+                (authority, suffix),
+                "{name}"
+            );
         }
         assert!(Cloud::named("AzureGermanCloud").is_none());
     }
@@ -240,8 +267,12 @@ mod tests {
         assert_eq!(c.authority_host, "https://login.stack.example/");
         assert_eq!(c.acr_suffix, "azurecr.stack.example");
         // No ACR suffix in the metadata: keep the named cloud's.
-        let v: Value = serde_json::from_str(r#"{"authentication":{"loginEndpoint":"https://l/"}}"#).unwrap();
-        assert_eq!(parse_arm_metadata(&v, &base).unwrap().acr_suffix, "azurecr.io");
+        let v: Value =
+            serde_json::from_str(r#"{"authentication":{"loginEndpoint":"https://l/"}}"#).unwrap();
+        assert_eq!(
+            parse_arm_metadata(&v, &base).unwrap().acr_suffix,
+            "azurecr.io"
+        );
         assert!(parse_arm_metadata(&serde_json::json!([]), &base).is_none());
         assert!(parse_arm_metadata(&serde_json::json!([{"authentication":{}}]), &base).is_none());
     }
@@ -256,7 +287,8 @@ mod tests {
             r#"{"name":"AzureStackCloud","ActiveDirectoryEndpoint":"https://adfs.local/","containerRegistryDNSSuffix":".azurecr.local"}"#,
         )
         .unwrap();
-        let c = apply_environment_file(Cloud::named("").unwrap(), &path.display().to_string()).unwrap();
+        let c =
+            apply_environment_file(Cloud::named("").unwrap(), &path.display().to_string()).unwrap();
         assert_eq!(c.authority_host, "https://adfs.local/");
         assert_eq!(c.acr_suffix, "azurecr.local");
         assert_eq!(c.name, "AzureStackCloud");

@@ -52,7 +52,9 @@ pub enum ConfigError {
         reason: String,
     },
     /// Neither JSON nor YAML, or not a mapping.
-    #[error("failed to load config: the cloud config file {path} is not valid JSON or YAML: {reason}")]
+    #[error(
+        "failed to load config: the cloud config file {path} is not valid JSON or YAML: {reason}"
+    )]
     Syntax {
         /// The path.
         path: String,
@@ -60,7 +62,9 @@ pub enum ConfigError {
         reason: String,
     },
     /// A known field of the wrong type.
-    #[error("failed to load config: the cloud config file {path}: field {field:?} must be {expected}, got {got}")]
+    #[error(
+        "failed to load config: the cloud config file {path}: field {field:?} must be {expected}, got {got}"
+    )]
     Field {
         /// The path.
         path: String,
@@ -86,14 +90,15 @@ impl AzureConfig {
             return Err(read_error("it is a directory".into()));
         }
         if meta.len() > MAX_CONFIG_BYTES {
-            return Err(read_error(format!(
-                "larger than {MAX_CONFIG_BYTES} bytes"
-            )));
+            return Err(read_error(format!("larger than {MAX_CONFIG_BYTES} bytes")));
         }
         let bytes = std::fs::read(path).map_err(|e| read_error(e.to_string()))?;
         let text = String::from_utf8(bytes).map_err(|e| ConfigError::Syntax {
             path: display.clone(),
-            reason: format!("not UTF-8 (invalid byte at offset {})", e.utf8_error().valid_up_to()),
+            reason: format!(
+                "not UTF-8 (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            ),
         })?;
         Self::parse(&text, &display)
     }
@@ -132,7 +137,7 @@ fn document(text: &str) -> Result<BTreeMap<String, Value>, String> {
         Ok(value) => value,
         Err(json_error) => match yaml_to_json(text) {
             Ok(value) => value,
-            Err(yaml_error) if text.trim_start().starts_with('{') => {
+            Err(_) if text.trim_start().starts_with('{') => {
                 return Err(format!("{json_error}"));
             }
             Err(yaml_error) => return Err(yaml_error),
@@ -166,7 +171,9 @@ fn yaml_to_json(text: &str) -> Result<Value, String> {
                 .and_then(serde_json::Number::from_f64)
                 .map_or_else(|| Value::String(r.clone()), Value::Number),
             Yaml::String(s) => Value::String(s.clone()),
-            Yaml::Array(items) => Value::Array(items.iter().map(convert).collect::<Result<_, _>>()?),
+            Yaml::Array(items) => {
+                Value::Array(items.iter().map(convert).collect::<Result<_, _>>()?)
+            }
             Yaml::Hash(map) => {
                 let mut out = serde_json::Map::new();
                 for (k, v) in map {
@@ -253,7 +260,10 @@ mod tests {
         assert_eq!(c.cloud, "AzurePublicCloud");
         assert_eq!(c.tenant_id, "t-1");
         assert_eq!(c.aad_client_id, "c-1");
-        assert_eq!(c.aad_client_secret.as_ref().map(Secret::expose), Some("s3cr3t"));
+        assert_eq!(
+            c.aad_client_secret.as_ref().map(Secret::expose),
+            Some("s3cr3t")
+        );
         assert!(c.use_managed_identity_extension);
         assert_eq!(c.user_assigned_identity_id, "u-1");
         assert_eq!(c.aad_federated_token_file, "/var/run/token");
@@ -279,7 +289,12 @@ mod tests {
         assert_eq!(parse("{}").unwrap(), AzureConfig::default());
         assert_eq!(parse("---\n").unwrap(), AzureConfig::default());
         // An empty secret is no secret.
-        assert!(parse(r#"{"aadClientSecret":""}"#).unwrap().aad_client_secret.is_none());
+        assert!(
+            parse(r#"{"aadClientSecret":""}"#)
+                .unwrap()
+                .aad_client_secret
+                .is_none()
+        );
     }
 
     #[test]
@@ -291,7 +306,10 @@ mod tests {
             "{e}"
         );
         let e = parse("random-config").unwrap_err().to_string();
-        assert!(e.contains("expected a mapping of settings, got a string"), "{e}");
+        assert!(
+            e.contains("expected a mapping of settings, got a string"),
+            "{e}"
+        );
         let e = parse("a: [1\n").unwrap_err().to_string();
         assert!(e.contains("is not valid JSON or YAML"), "{e}");
     }
@@ -306,7 +324,10 @@ mod tests {
             "failed to load config: the cloud config file /etc/kubernetes/azure.json: field \"useManagedIdentityExtension\" must be true or false, got a string"
         );
         let e = parse("tenantId: 42\n").unwrap_err().to_string();
-        assert!(e.contains("field \"tenantId\" must be a string, got a number"), "{e}");
+        assert!(
+            e.contains("field \"tenantId\" must be a string, got a number"),
+            "{e}"
+        );
     }
 
     #[test]

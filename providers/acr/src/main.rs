@@ -1,6 +1,214 @@
-//! `acr-credential-provider`: not built yet (see the project's issues).
+//! `acr-credential-provider`: kubelet image credential provider for Azure Container Registry.
+//!
+//! A drop-in replacement for the upstream Go binary of kubernetes-sigs/cloud-provider-azure: same
+//! name, positional `azure.json` argument, `--registry-mirror`, answers (null-GUID user with an
+//! ACR refresh token, `Registry` cache key, the anonymous `*.azurecr.*` entry). It fixes upstream's
+//! weak points: login servers matched by whole DNS labels, the challenge realm checked before an
+//! Entra token leaves the node, service principals exchanged instead of handing their secret to
+//! the runtime, service-account tokens honoured on every node, workload identity, bounded retries
+//! inside one deadline, `cacheDuration` from the refresh token's expiry.
 
-fn main() -> std::process::ExitCode {
-    eprintln!("acr-credential-provider is not implemented yet");
-    std::process::ExitCode::from(1)
+mod cloud;
+mod config;
+mod exchange;
+mod host;
+mod identity;
+mod net;
+mod provider;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use kcp_common::cli::{CommonArgs, parse_lenient};
+use kcp_common::deadline::Deadline;
+use kcp_common::logging::{self, Verbosity};
+use kcp_common::runner::EXIT_USAGE;
+use kcp_common::{CredentialProviderRequest, Credentials, Provider, ProviderError};
+
+use crate::provider::AcrProvider;
+
+/// Kubelet image credential provider for Azure Container Registry.
+///
+/// Reads one CredentialProviderRequest on stdin and writes one CredentialProviderResponse on
+/// stdout. The argument is the cloud config file, usually /etc/kubernetes/azure.json.
+#[derive(Debug, Parser)]
+#[command(name = "acr-credential-provider", version, about, long_about = None)]
+struct Cli {
+    /// The cloud config file (azure.json), JSON or YAML.
+    #[arg(value_name = "CONFIG_FILE")]
+    config: Option<PathBuf>,
+
+    /// Extra positional arguments (refused: exactly one config file is expected).
+    #[arg(hide = true)]
+    extra: Vec<String>,
+
+    /// Map a mirror host to a login server: SRC:DST[,SRC:DST] (or SRC=DST for a source with a
+    /// port); repeatable. Images on SRC get DST's token, under both hosts.
+    #[arg(short = 'r', long = "registry-mirror", value_name = "SRC:DST")]
+    registry_mirror: Vec<String>,
+
+    /// Answer service-principal nodes with the raw aadClientId/aadClientSecret, as upstream
+    /// does, instead of exchanging them for a short-lived ACR token (also ACR_SERVICE_PRINCIPAL_PASSTHROUGH).
+    #[arg(long, env = "ACR_SERVICE_PRINCIPAL_PASSTHROUGH", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    service_principal_passthrough: bool,
+
+    /// Entra scope of the token exchanged at the registry [default: https://containerregistry.azure.net/.default].
+    #[arg(long, value_name = "SCOPE")]
+    token_scope: Option<String>,
+
+    /// AKS identity bindings (accepted for compatibility; not supported).
+    #[arg(long, hide = true)]
+    ib_sni_name: Option<String>,
+    #[arg(long, hide = true)]
+    ib_default_client_id: Option<String>,
+    #[arg(long, hide = true)]
+    ib_default_tenant_id: Option<String>,
+    #[arg(long, hide = true)]
+    ib_apiserver_ip: Option<String>,
+
+    /// klog flags upstream accepts (ignored).
+    #[arg(long, hide = true)]
+    vmodule: Option<String>,
+    #[arg(long, hide = true)]
+    log_flush_frequency: Option<String>,
+
+    #[command(flatten)]
+    common: CommonArgs,
+}
+
+impl Provider for AcrProvider {
+    async fn provide(
+        &self,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> Result<Credentials, ProviderError> {
+        Ok(self.credentials(request, deadline).await?)
+    }
+}
+
+/// pflag reads `-v 4` as `--v=4`; clap would read a count and a positional. Merge them.
+fn klog_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out: Vec<OsString> = Vec::new();
+    let mut args = args.into_iter().peekable();
+    while let Some(arg) = args.next() {
+        let is_level = |a: &OsString| {
+            a.to_str()
+                .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        };
+        if arg == "-v" && args.peek().is_some_and(is_level) {
+            let level = args.next().unwrap_or_default();
+            let mut merged = OsString::from("--v=");
+            merged.push(level);
+            out.push(merged);
+        } else {
+            out.push(arg);
+        }
+    }
+    out
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    tracing::error!("{message}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn main() -> ExitCode {
+    kcp_common::http::install_crypto_provider();
+    let (cli, unknown) = parse_lenient::<Cli>(klog_args(std::env::args_os()));
+    logging::init(cli.common.verbosity().unwrap_or(Verbosity::DEFAULT));
+    for arg in &unknown {
+        tracing::warn!("ignoring unknown argument {arg:?}");
+    }
+    let Some(config_path) = cli.config else {
+        return usage_error(
+            "config file is not specified: pass the cloud config file (usually /etc/kubernetes/azure.json) as the only argument in the kubelet's CredentialProviderConfig args",
+        );
+    };
+    if !cli.extra.is_empty() {
+        return usage_error(&format!(
+            "expected exactly one argument (config file); got arguments: {:?}",
+            std::iter::once(config_path.display().to_string())
+                .chain(cli.extra.iter().cloned())
+                .collect::<Vec<_>>()
+        ));
+    }
+    let (mirrors, warnings) = host::parse_mirrors(&cli.registry_mirror);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    if cli.ib_sni_name.is_some() {
+        tracing::info!(
+            "--ib-* identity-binding flags are accepted but not supported; service-account tokens with an acr-client-id annotation will be refused"
+        );
+    }
+    let provider = AcrProvider {
+        config_path,
+        mirrors,
+        sp_passthrough: cli.service_principal_passthrough,
+        token_scope: cli.token_scope.filter(|s| !s.trim().is_empty()),
+        identity_bindings: cli.ib_sni_name.is_some_and(|s| !s.trim().is_empty()),
+    };
+    kcp_common::runner::run(&cli.common, provider)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        parse_lenient::<Cli>(klog_args(
+            std::iter::once("acr-credential-provider")
+                .chain(args.iter().copied())
+                .map(OsString::from),
+        ))
+        .0
+    }
+
+    #[test]
+    fn upstream_command_lines_parse() {
+        let cli = parse(&[
+            "/etc/kubernetes/azure.json",
+            "--registry-mirror=mcr.microsoft.com:xxx.azurecr.io",
+        ]);
+        assert_eq!(
+            cli.config,
+            Some(PathBuf::from("/etc/kubernetes/azure.json"))
+        );
+        assert_eq!(
+            cli.registry_mirror,
+            vec!["mcr.microsoft.com:xxx.azurecr.io"]
+        );
+        assert!(cli.extra.is_empty());
+        let cli = parse(&[
+            "c:\\k\\azure.json",
+            "-r",
+            "a:b.azurecr.io",
+            "-r=c:d.azurecr.io",
+            "-v",
+            "4",
+            "--vmodule",
+            "x=2",
+            "--log-flush-frequency",
+            "5s",
+        ]);
+        assert_eq!(cli.registry_mirror.len(), 2);
+        assert_eq!(cli.common.v, Some(4));
+        assert!(cli.extra.is_empty(), "{:?}", cli.extra);
+        let cli = parse(&["a.json", "b.json"]);
+        assert_eq!(cli.extra, vec!["b.json"]);
+        let cli = parse(&[
+            "--ib-sni-name",
+            "api.example.com",
+            "--ib-apiserver-ip=10.0.0.1",
+            "azure.json",
+        ]);
+        assert_eq!(cli.ib_sni_name.as_deref(), Some("api.example.com"));
+        assert_eq!(cli.config, Some(PathBuf::from("azure.json")));
+        assert!(!cli.service_principal_passthrough);
+        assert!(
+            parse(&["azure.json", "--service-principal-passthrough"]).service_principal_passthrough
+        );
+    }
 }

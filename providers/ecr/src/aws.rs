@@ -1,20 +1,16 @@
-//! Building AWS SDK configuration the way a node needs it: ring-only TLS, proxies from the
-//! environment but never for the metadata endpoints, timeouts and retries inside the run's deadline.
+//! Building AWS SDK configuration the way a node needs it: our shared HTTP transport (ring TLS,
+//! proxies from the environment but never for metadata endpoints), timeouts and retries inside
+//! the run's deadline.
 
 use std::time::Duration;
 
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use aws_smithy_http_client::proxy::ProxyConfig as SdkProxyConfig;
-use aws_smithy_http_client::tls::{self, rustls_provider::CryptoMode};
-use aws_smithy_http_client::{Builder, Connector};
 use kcp_common::deadline::Deadline;
-use kcp_common::http::ProxyConfig;
+use kcp_common::http::{HttpClient, HttpError};
 
-/// Link-local ranges that hold IMDS (169.254.169.254, fd00:ec2::254) and container credentials
-/// (169.254.170.2, 169.254.170.23): always reached directly.
-const NEVER_PROXIED: &str = "169.254.0.0/16,fe80::/10,fd00:ec2::254";
+use crate::sdk_http::SharedTransport;
 
 /// Connect timeout for AWS API endpoints.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
@@ -51,10 +47,22 @@ pub fn endpoint_overridden(service_env: &str) -> bool {
 }
 
 /// Loads the SDK configuration: the default credential chain, region as given or from the chain
-/// (environment, profile, IMDS), our HTTP client, timeouts and retries bounded by `deadline`.
-pub async fn load(endpoints: &Endpoints, service_env: &str, deadline: Deadline) -> SdkConfig {
+/// (environment, profile, IMDS), our HTTP transport, timeouts and retries bounded by `deadline`.
+pub async fn load(
+    endpoints: &Endpoints,
+    service_env: &str,
+    deadline: Deadline,
+) -> Result<SdkConfig, HttpError> {
+    let transport = SharedTransport::new(
+        HttpClient::new(
+            &kcp_common::http::ProxyConfig::from_env(),
+            CONNECT_TIMEOUT,
+            ATTEMPT_TIMEOUT,
+        )?,
+        deadline,
+    );
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(http_client())
+        .http_client(transport)
         .timeout_config(
             TimeoutConfig::builder()
                 .connect_timeout(CONNECT_TIMEOUT)
@@ -85,45 +93,7 @@ pub async fn load(endpoints: &Endpoints, service_env: &str, deadline: Deadline) 
             loader = loader.use_dual_stack(true);
         }
     }
-    loader.load().await
-}
-
-/// An HTTPS client with ring and the environment's proxies (metadata ranges excluded).
-fn http_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
-    let proxy = sdk_proxy_config(&ProxyConfig::from_env());
-    Builder::new().build_with_connector_fn(move |settings, components| {
-        // As the SDK's own builder does, plus our proxy settings.
-        let mut builder = Connector::builder();
-        builder.set_connector_settings(settings.cloned());
-        if let Some(components) = components {
-            builder.set_sleep_impl(components.sleep_impl());
-        }
-        builder
-            .tls_provider(tls::Provider::Rustls(CryptoMode::Ring))
-            .proxy_config(proxy.clone())
-            .build()
-    })
-}
-
-/// Our proxy settings in the SDK's terms, with link-local ranges always bypassed.
-fn sdk_proxy_config(env: &ProxyConfig) -> SdkProxyConfig {
-    let no_proxy = match env.no_proxy.as_deref() {
-        Some(user) => format!("{user},{NEVER_PROXIED}"),
-        None => NEVER_PROXIED.to_owned(),
-    };
-    let (https, http) = (env.https.as_deref(), env.http.as_deref());
-    let config = match (https, http) {
-        (Some(url), _) => SdkProxyConfig::https(url),
-        (None, Some(url)) => SdkProxyConfig::http(url),
-        (None, None) => return SdkProxyConfig::disabled(),
-    };
-    match config {
-        Ok(config) => config.no_proxy(no_proxy),
-        Err(e) => {
-            tracing::warn!("ignoring the proxy setting: {e}");
-            SdkProxyConfig::disabled()
-        }
-    }
+    Ok(loader.load().await)
 }
 
 /// Where the default chain will most likely take credentials from, for error messages. The SDK

@@ -10,6 +10,7 @@ mod aws;
 mod endpoint;
 mod host;
 mod provider;
+mod sdk_http;
 
 use std::process::ExitCode;
 

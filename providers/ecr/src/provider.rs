@@ -83,7 +83,7 @@ impl EcrProvider {
         } else {
             "ECR"
         };
-        let config = aws::load(&endpoints, service_env, deadline).await;
+        let config = aws::load(&endpoints, service_env, deadline).await?;
         let Some(region) = config.region().map(|r| r.to_string()) else {
             bail!(
                 "no AWS region for {registry}: the host names none; set AWS_REGION (provider env in the kubelet config), \
@@ -104,8 +104,9 @@ impl EcrProvider {
             Some(a) => format!("assumed role {} via the service-account token", a.role_arn),
             None => aws::credential_source().to_owned(),
         };
-        let endpoint = endpoint_description(&kind, &region, &endpoints, service_env);
         let context = || {
+            // Resolving the endpoint parses the SDK's partition table again: only worth it for an error.
+            let endpoint = endpoint_description(&kind, &region, &endpoints, service_env);
             format!(
                 "getting an ECR authorization token for {registry} (region {region}, endpoint {endpoint}, credentials: {source})"
             )

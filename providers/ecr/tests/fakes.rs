@@ -107,13 +107,16 @@ fn ecr_public_uses_the_public_api_in_us_east_1() {
         .env("AWS_REGION", "eu-west-1")
         .env("AWS_ENDPOINT_URL_ECR_PUBLIC", fake.url());
     for host in ["public.ecr.aws", "ecr-public.aws.com"] {
-        let ok = p
-            .request(ApiVersion::V1, &format!("{host}/amazonlinux/amazonlinux"))
-            .accepted();
-        assert_eq!(
-            ok.auth[host],
-            ("AWS".to_owned(), "public-password".to_owned())
-        );
+        for v in ApiVersion::ALL {
+            let ok = p
+                .request(v, &format!("{host}/amazonlinux/amazonlinux"))
+                .accepted();
+            assert_eq!(ok.api_version, v);
+            assert_eq!(
+                ok.auth[host],
+                ("AWS".to_owned(), "public-password".to_owned())
+            );
+        }
     }
     for r in fake.requests() {
         assert_eq!(r.header("x-amz-target"), Some(PUBLIC_TARGET));
@@ -126,7 +129,7 @@ fn ecr_public_uses_the_public_api_in_us_east_1() {
             ))
         );
     }
-    assert_eq!(fake.requests().len(), 2);
+    assert_eq!(fake.requests().len(), 6);
 }
 
 /// IMDSv2: token PUT with a TTL, then region and role credentials with the token.

@@ -20,6 +20,8 @@ pub struct AccessToken {
     pub token: Secret,
     /// Its expiry; `None` when the issuer did not say.
     pub expires_at: Option<SystemTime>,
+    /// When the answer arrived: the "now" its relative `expires_in` was counted from.
+    pub received_at: SystemTime,
 }
 
 /// Parses a JSON document into an object, with an error that quotes nothing from it.
@@ -55,6 +57,7 @@ pub fn parse_oauth_token(body: &[u8], now: SystemTime, what: &str) -> anyhow::Re
     Ok(AccessToken {
         token,
         expires_at: expires_in.map(|s| now + Duration::from_secs(s)),
+        received_at: now,
     })
 }
 
@@ -132,8 +135,8 @@ pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
             sign * (h * 3600 + m * 60)
         }
     };
-    let secs = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second
-        - offset;
+    let secs =
+        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
     let secs = u64::try_from(secs).ok()?;
     UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
@@ -181,16 +184,22 @@ mod tests {
         assert_eq!(t.token.expose(), "ya29.x");
         assert_eq!(t.expires_at, Some(at(1_800_003_599)));
 
-        let t = parse_oauth_token(br#"{"access_token":"ya29.x","expires_in":"60"}"#, now, "a")
-            .unwrap();
+        let t =
+            parse_oauth_token(br#"{"access_token":"ya29.x","expires_in":"60"}"#, now, "a").unwrap();
         assert_eq!(t.expires_at, Some(at(1_800_000_060)));
         let t = parse_oauth_token(br#"{"access_token":"ya29.x"}"#, now, "a").unwrap();
         assert_eq!(t.expires_at, None);
 
         for (body, want) in [
             (&br#"{"access_token":""}"#[..], "empty access_token"),
-            (br#"{"token":"ya29.secret"}"#, "no access_token (fields present: \"token\")"),
-            (br#"{"access_token":"ya29.secret","expires_in":"ya29.secret"}"#, "bad expires_in"),
+            (
+                br#"{"token":"ya29.secret"}"#,
+                "no access_token (fields present: \"token\")",
+            ),
+            (
+                br#"{"access_token":"ya29.secret","expires_in":"ya29.secret"}"#,
+                "bad expires_in",
+            ),
             (br#"{"access_token":7}"#, "not a string"),
             (br#"ya29.secret"#, "not valid JSON (11 bytes)"),
             (br#"["ya29.secret"]"#, "not a JSON object"),

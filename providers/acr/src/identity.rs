@@ -1,0 +1,578 @@
+//! Which identity signs the Entra token request, and fetching that token through azure_identity.
+//!
+//! Selection, first match wins:
+//! 1. The request carries a service-account token (KEP-4412) and the image is not mirrored:
+//!    client-assertion federation as the client named by the SA annotation
+//!    `kubernetes.azure.com/acr-client-id`, in the tenant of `kubernetes.azure.com/acr-tenant-id`
+//!    (or the config's `tenantId`). This works whatever `useManagedIdentityExtension` says
+//!    (upstream silently ignored SA tokens on service-principal nodes). A service account without
+//!    the client-id annotation falls back to the node's identity; an annotation that is present
+//!    but empty is an error.
+//! 2. `useFederatedWorkloadIdentityExtension: true`: workload identity, with `aadClientId`,
+//!    `tenantId` and `aadFederatedTokenFile` (each falling back to `AZURE_CLIENT_ID`,
+//!    `AZURE_TENANT_ID`, `AZURE_FEDERATED_TOKEN_FILE`), as upstream did before v1.31.
+//! 3. `useManagedIdentityExtension: true`: managed identity, system-assigned or the
+//!    `userAssignedIdentityID` (an ARM resource ID when it contains `/subscriptions/`, else a client
+//!    ID). The source is the VM's IMDS, or App Service's `IDENTITY_ENDPOINT`/`IDENTITY_HEADER`.
+//! 4. `AZURE_FEDERATED_TOKEN_FILE` in the environment: workload identity.
+//! 5. `aadClientId` + `aadClientSecret`: the service principal, through the exchange (or the raw
+//!    secret with `--service-principal-passthrough`, decided by the caller).
+//!
+//! azure_identity retries on its own (8 tries, up to 82 s; a fixed 72 s for IMDS), past the
+//! kubelet's 60 s kill. Every credential here gets our transport (15 s per try), at most two
+//! retries, and the whole `get_token` runs under a timeout drawn from the run's deadline.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use azure_core::cloud::{CloudConfiguration, CustomConfiguration};
+use azure_core::credentials::TokenCredential;
+use azure_core::http::{
+    ClientMethodOptions, ClientOptions, ExponentialRetryOptions, RetryOptions, Transport,
+};
+use azure_identity::{
+    ClientAssertion, ClientAssertionCredential, ClientAssertionCredentialOptions,
+    ClientSecretCredential, ClientSecretCredentialOptions, ManagedIdentityCredential,
+    ManagedIdentityCredentialOptions, UserAssignedId, WorkloadIdentityCredential,
+    WorkloadIdentityCredentialOptions,
+};
+use kcp_common::Secret;
+
+use crate::cloud::Cloud;
+use crate::config::AzureConfig;
+use crate::net::Net;
+
+/// SA annotation naming the Entra application (client) ID to federate as.
+pub const CLIENT_ID_ANNOTATION: &str = "kubernetes.azure.com/acr-client-id";
+/// SA annotation naming the tenant of that application.
+pub const TENANT_ID_ANNOTATION: &str = "kubernetes.azure.com/acr-tenant-id";
+
+/// The identity that asks Entra ID for a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// The node's managed identity.
+    Managed {
+        /// A user-assigned identity, or `None` for the system-assigned one.
+        user_assigned: Option<UserAssigned>,
+    },
+    /// Workload identity: a federated token file.
+    Workload {
+        /// Tenant.
+        tenant: String,
+        /// Client ID.
+        client_id: String,
+        /// The projected token file.
+        token_file: PathBuf,
+    },
+    /// A service principal with a client secret.
+    ServicePrincipal {
+        /// Tenant.
+        tenant: String,
+        /// Client ID.
+        client_id: String,
+        /// The secret.
+        secret: Secret,
+    },
+    /// The pod's service-account token as a client assertion (KEP-4412).
+    ServiceAccount {
+        /// Tenant, from the annotation or the config.
+        tenant: String,
+        /// Client ID, from the annotation.
+        client_id: String,
+        /// The pod's token; never logged.
+        token: Secret,
+    },
+}
+
+/// A user-assigned managed identity.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserAssigned {
+    /// By client ID.
+    ClientId(String),
+    /// By ARM resource ID.
+    ResourceId(String),
+}
+
+impl Identity {
+    /// A description for logs and errors, without secrets.
+    pub fn describe(&self) -> String {
+        match self {
+            Identity::Managed {
+                user_assigned: None,
+            } => {
+                format!("system-assigned managed identity ({})", mi_source())
+            }
+            Identity::Managed {
+                user_assigned: Some(UserAssigned::ClientId(id)),
+            } => format!("managed identity with client ID {id} ({})", mi_source()),
+            Identity::Managed {
+                user_assigned: Some(UserAssigned::ResourceId(id)),
+            } => format!("managed identity {id} ({})", mi_source()),
+            Identity::Workload {
+                tenant,
+                client_id,
+                token_file,
+            } => format!(
+                "workload identity with client ID {client_id} in tenant {tenant} (token file {})",
+                token_file.display()
+            ),
+            Identity::ServicePrincipal {
+                tenant, client_id, ..
+            } => format!("service principal {client_id} in tenant {tenant}"),
+            Identity::ServiceAccount {
+                tenant, client_id, ..
+            } => format!(
+                "service-account token federated as client ID {client_id} in tenant {tenant}"
+            ),
+        }
+    }
+
+    /// The `tenant` to send with the exchange: the federated tenant on the SA path, else the
+    /// config's `tenantId` (empty is left out).
+    pub fn exchange_tenant<'a>(&'a self, config: &'a AzureConfig) -> Option<&'a str> {
+        let tenant = match self {
+            Identity::ServiceAccount { tenant, .. } => tenant.as_str(),
+            _ => config.tenant_id.as_str(),
+        };
+        Some(tenant).filter(|t| !t.is_empty())
+    }
+}
+
+fn mi_source() -> &'static str {
+    if std::env::var_os("IDENTITY_ENDPOINT").is_some()
+        && std::env::var_os("IDENTITY_HEADER").is_some()
+    {
+        "App Service endpoint from IDENTITY_ENDPOINT"
+    } else {
+        "instance metadata service 169.254.169.254"
+    }
+}
+
+/// The node's own identity from the config and environment (rules 2–5 of the module docs).
+/// `None` when only a service principal is configured and `sp` asks for passthrough is decided by
+/// the caller: this returns the SP identity in that case too.
+pub fn node_identity(
+    config: &AzureConfig,
+    config_path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Identity> {
+    let non_empty = |s: &str| Some(s.trim().to_owned()).filter(|s| !s.is_empty());
+    let workload = |required: bool| -> anyhow::Result<Option<Identity>> {
+        let token_file = non_empty(&config.aad_federated_token_file)
+            .or_else(|| env("AZURE_FEDERATED_TOKEN_FILE").and_then(|v| non_empty(&v)));
+        let client_id = non_empty(&config.aad_client_id)
+            .or_else(|| env("AZURE_CLIENT_ID").and_then(|v| non_empty(&v)));
+        let tenant = non_empty(&config.tenant_id)
+            .or_else(|| env("AZURE_TENANT_ID").and_then(|v| non_empty(&v)));
+        match (token_file, client_id, tenant) {
+            (Some(file), Some(client_id), Some(tenant)) => Ok(Some(Identity::Workload {
+                tenant,
+                client_id,
+                token_file: PathBuf::from(file),
+            })),
+            (file, client, tenant) if required => {
+                let mut missing = Vec::new();
+                if file.is_none() {
+                    missing.push("aadFederatedTokenFile (or AZURE_FEDERATED_TOKEN_FILE)");
+                }
+                if client.is_none() {
+                    missing.push("aadClientId (or AZURE_CLIENT_ID)");
+                }
+                if tenant.is_none() {
+                    missing.push("tenantId (or AZURE_TENANT_ID)");
+                }
+                anyhow::bail!(
+                    "{config_path} sets useFederatedWorkloadIdentityExtension but workload identity lacks {}",
+                    missing.join(", ")
+                )
+            }
+            _ => Ok(None),
+        }
+    };
+    if config.use_federated_workload_identity_extension
+        && let Some(identity) = workload(true)?
+    {
+        return Ok(identity);
+    }
+    if config.use_managed_identity_extension {
+        let id = config.user_assigned_identity_id.trim();
+        let user_assigned = if id.is_empty() {
+            None
+        } else if id.to_ascii_lowercase().contains("/subscriptions/") {
+            Some(UserAssigned::ResourceId(id.to_owned()))
+        } else {
+            Some(UserAssigned::ClientId(id.to_owned()))
+        };
+        return Ok(Identity::Managed { user_assigned });
+    }
+    if env("AZURE_FEDERATED_TOKEN_FILE").is_some_and(|v| !v.trim().is_empty())
+        && let Some(identity) = workload(true)?
+    {
+        return Ok(identity);
+    }
+    match (non_empty(&config.aad_client_id), &config.aad_client_secret) {
+        (Some(client_id), Some(secret)) => {
+            let Some(tenant) = non_empty(&config.tenant_id) else {
+                anyhow::bail!(
+                    "{config_path} has aadClientId and aadClientSecret but no tenantId: the service principal's tenant is needed to get a token"
+                );
+            };
+            Ok(Identity::ServicePrincipal {
+                tenant,
+                client_id,
+                secret: secret.clone(),
+            })
+        }
+        _ => anyhow::bail!(
+            "{config_path} configures no identity: set useManagedIdentityExtension: true (managed identity), \
+             aadClientId + aadClientSecret + tenantId (service principal), or useFederatedWorkloadIdentityExtension: true \
+             with aadFederatedTokenFile (workload identity)"
+        ),
+    }
+}
+
+/// The service-account identity of a request, if its token and annotations ask for one.
+/// `Ok(None)`: no token, or no client-id annotation (the node identity applies).
+pub fn service_account_identity(
+    token: Option<&Secret>,
+    annotations: &BTreeMap<String, String>,
+    config_tenant: &str,
+) -> anyhow::Result<Option<Identity>> {
+    let Some(token) = token else {
+        return Ok(None);
+    };
+    let Some(client_id) = annotations.get(CLIENT_ID_ANNOTATION) else {
+        tracing::info!(
+            "the request has a service-account token but no {CLIENT_ID_ANNOTATION} annotation; using the node's identity"
+        );
+        return Ok(None);
+    };
+    let client_id = client_id.trim();
+    if client_id.is_empty() {
+        anyhow::bail!(
+            "the service account's client id annotation {CLIENT_ID_ANNOTATION} is empty; set it to the client ID of the Entra application or user-assigned identity with a federated credential for this service account"
+        );
+    }
+    let tenant = match annotations.get(TENANT_ID_ANNOTATION).map(|t| t.trim()) {
+        Some("") => anyhow::bail!(
+            "the service account's tenant id annotation {TENANT_ID_ANNOTATION} is empty; set it to the tenant of client ID {client_id}, or remove it to use the config's tenantId"
+        ),
+        Some(t) => t.to_owned(),
+        None if !config_tenant.trim().is_empty() => config_tenant.trim().to_owned(),
+        None => anyhow::bail!(
+            "the service account has no tenant id annotation {TENANT_ID_ANNOTATION} and the cloud config has no tenantId; set one of them"
+        ),
+    };
+    Ok(Some(Identity::ServiceAccount {
+        tenant,
+        client_id: client_id.to_owned(),
+        token: token.clone(),
+    }))
+}
+
+/// The pod's token as a client assertion.
+#[derive(Debug)]
+struct PodToken(Secret);
+
+#[async_trait::async_trait]
+impl ClientAssertion for PodToken {
+    async fn secret(&self, _: Option<ClientMethodOptions<'_>>) -> azure_core::Result<String> {
+        Ok(self.0.expose().to_owned())
+    }
+}
+
+/// Gets an Entra access token for `scope` as `identity`, within `budget` (and the deadline).
+pub async fn entra_token(
+    identity: &Identity,
+    cloud: &Cloud,
+    scope: &str,
+    net: &Net,
+    budget: Duration,
+) -> anyhow::Result<Secret> {
+    let context = || {
+        format!(
+            "getting an Entra token for scope {scope} as {} from {}",
+            identity.describe(),
+            match identity {
+                Identity::Managed { .. } => "the managed identity endpoint".to_owned(),
+                _ => format!("{} ({})", cloud.authority_host, cloud.name),
+            }
+        )
+    };
+    let credential = build(identity, cloud, net, budget)
+        .map_err(|e| anyhow::anyhow!("{}: {}", context(), one_line(&e)))?;
+    let started = std::time::Instant::now();
+    let token = match tokio::time::timeout(budget, credential.get_token(&[scope], None)).await {
+        Ok(Ok(token)) => token,
+        Ok(Err(e)) => anyhow::bail!("{}: {}", context(), one_line(&e)),
+        Err(_) => anyhow::bail!(
+            "{}: no answer within {:.1}s (check that the endpoint is reachable from this node and the proxy settings HTTPS_PROXY/NO_PROXY)",
+            context(),
+            started.elapsed().as_secs_f64()
+        ),
+    };
+    tracing::info!(identity = %identity.describe(), "Entra token obtained");
+    Ok(Secret::new(token.token.secret()))
+}
+
+fn one_line(e: &azure_core::Error) -> String {
+    // azure_identity appends a troubleshooting link on its own line; keep one line.
+    kcp_common::logging::one_line(&e.to_string())
+}
+
+fn build(
+    identity: &Identity,
+    cloud: &Cloud,
+    net: &Net,
+    budget: Duration,
+) -> azure_core::Result<Arc<dyn TokenCredential>> {
+    let mut custom = CustomConfiguration::default();
+    custom.authority_host = cloud.authority_host.clone();
+    let client_options = ClientOptions {
+        transport: Some(Transport::new(Arc::new(net.client()))),
+        retry: RetryOptions::exponential(ExponentialRetryOptions {
+            initial_delay: azure_core::time::Duration::milliseconds(200),
+            max_retries: 2,
+            max_delay: azure_core::time::Duration::seconds(2),
+            max_total_elapsed: azure_core::time::Duration::milliseconds(
+                i64::try_from(budget.as_millis()).unwrap_or(i64::MAX),
+            ),
+        }),
+        cloud: Some(Arc::new(CloudConfiguration::Custom(custom))),
+        ..ClientOptions::default()
+    };
+    Ok(match identity {
+        Identity::Managed { user_assigned } => {
+            let user_assigned_id = user_assigned.as_ref().map(|u| match u {
+                UserAssigned::ClientId(id) => UserAssignedId::ClientId(id.clone()),
+                UserAssigned::ResourceId(id) => UserAssignedId::ResourceId(id.clone()),
+            });
+            ManagedIdentityCredential::new(Some(ManagedIdentityCredentialOptions {
+                user_assigned_id,
+                client_options,
+            }))?
+        }
+        Identity::Workload {
+            tenant,
+            client_id,
+            token_file,
+        } => WorkloadIdentityCredential::new(Some(WorkloadIdentityCredentialOptions {
+            credential_options: ClientAssertionCredentialOptions { client_options },
+            client_id: Some(client_id.clone()),
+            tenant_id: Some(tenant.clone()),
+            token_file_path: Some(token_file.clone()),
+        }))?,
+        Identity::ServicePrincipal {
+            tenant,
+            client_id,
+            secret,
+        } => ClientSecretCredential::new(
+            tenant,
+            client_id.clone(),
+            azure_core::credentials::Secret::new(secret.expose().to_owned()),
+            Some(ClientSecretCredentialOptions { client_options }),
+        )?,
+        Identity::ServiceAccount {
+            tenant,
+            client_id,
+            token,
+        } => ClientAssertionCredential::new(
+            tenant.clone(),
+            client_id.clone(),
+            PodToken(token.clone()),
+            Some(ClientAssertionCredentialOptions { client_options }),
+        )?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    fn config(json: &str) -> AzureConfig {
+        AzureConfig::parse(json, "azure.json").unwrap()
+    }
+
+    #[test]
+    fn managed_identity_by_client_or_resource_id() {
+        let none = env_of(&[]);
+        let id = node_identity(
+            &config(r#"{"useManagedIdentityExtension":true}"#),
+            "azure.json",
+            &none,
+        )
+        .unwrap();
+        assert_eq!(
+            id,
+            Identity::Managed {
+                user_assigned: None
+            }
+        );
+        let id = node_identity(
+            &config(
+                r#"{"useManagedIdentityExtension":true,"userAssignedIdentityID":"test-client-id"}"#,
+            ),
+            "azure.json",
+            &none,
+        )
+        .unwrap();
+        assert_eq!(
+            id,
+            Identity::Managed {
+                user_assigned: Some(UserAssigned::ClientId("test-client-id".into()))
+            }
+        );
+        let arm = "/SUBSCRIPTIONS/s/resourceGroups/rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/kubelet";
+        let id = node_identity(
+            &config(&format!(
+                r#"{{"useManagedIdentityExtension":true,"userAssignedIdentityID":"{arm}"}}"#
+            )),
+            "azure.json",
+            &none,
+        )
+        .unwrap();
+        assert_eq!(
+            id,
+            Identity::Managed {
+                user_assigned: Some(UserAssigned::ResourceId(arm.into()))
+            }
+        );
+    }
+
+    #[test]
+    fn workload_identity_from_config_or_environment() {
+        let id = node_identity(
+            &config(r#"{"useFederatedWorkloadIdentityExtension":true,"useManagedIdentityExtension":true,"aadClientId":"c","tenantId":"t","aadFederatedTokenFile":"/f"}"#),
+            "azure.json",
+            &env_of(&[]),
+        )
+        .unwrap();
+        assert_eq!(
+            id,
+            Identity::Workload {
+                tenant: "t".into(),
+                client_id: "c".into(),
+                token_file: "/f".into()
+            }
+        );
+        let id = node_identity(
+            &config("{}"),
+            "azure.json",
+            &env_of(&[
+                ("AZURE_FEDERATED_TOKEN_FILE", "/g"),
+                ("AZURE_CLIENT_ID", "c2"),
+                ("AZURE_TENANT_ID", "t2"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(
+            id,
+            Identity::Workload {
+                tenant: "t2".into(),
+                client_id: "c2".into(),
+                token_file: "/g".into()
+            }
+        );
+        let e = node_identity(
+            &config(r#"{"useFederatedWorkloadIdentityExtension":true,"tenantId":"t"}"#),
+            "azure.json",
+            &env_of(&[]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            "azure.json sets useFederatedWorkloadIdentityExtension but workload identity lacks aadFederatedTokenFile (or AZURE_FEDERATED_TOKEN_FILE), aadClientId (or AZURE_CLIENT_ID)"
+        );
+    }
+
+    #[test]
+    fn service_principal_and_nothing() {
+        let id = node_identity(
+            &config(r#"{"aadClientId":"foo","aadClientSecret":"bar","tenantId":"t"}"#),
+            "azure.json",
+            &env_of(&[]),
+        )
+        .unwrap();
+        assert_eq!(id.describe(), "service principal foo in tenant t");
+        assert!(
+            !format!("{id:?}").contains("bar"),
+            "the secret never prints"
+        );
+        let e = node_identity(
+            &config(r#"{"aadClientId":"foo","aadClientSecret":"bar"}"#),
+            "azure.json",
+            &env_of(&[]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("no tenantId"), "{e}");
+        let e =
+            node_identity(&config("{}"), "/etc/kubernetes/azure.json", &env_of(&[])).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("/etc/kubernetes/azure.json configures no identity"),
+            "{e}"
+        );
+    }
+
+    /// acr.md §6.1 `TestNewAcrProvider_CredentialSelection`, SA rows.
+    #[test]
+    fn service_account_annotations() {
+        let token = Secret::new("sa-token");
+        let ann = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).into(), (*v).into()))
+                .collect()
+        };
+        let both = ann(&[(CLIENT_ID_ANNOTATION, "c"), (TENANT_ID_ANNOTATION, "t")]);
+        assert_eq!(
+            service_account_identity(Some(&token), &both, "").unwrap(),
+            Some(Identity::ServiceAccount {
+                tenant: "t".into(),
+                client_id: "c".into(),
+                token: token.clone()
+            })
+        );
+        assert_eq!(service_account_identity(None, &both, "").unwrap(), None);
+        // No client annotation: the node identity applies (upstream fails the pull).
+        assert_eq!(
+            service_account_identity(Some(&token), &ann(&[(TENANT_ID_ANNOTATION, "t")]), "")
+                .unwrap(),
+            None
+        );
+        let e = service_account_identity(
+            Some(&token),
+            &ann(&[(CLIENT_ID_ANNOTATION, ""), (TENANT_ID_ANNOTATION, "t")]),
+            "",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("client id annotation"), "{e}");
+        let e = service_account_identity(
+            Some(&token),
+            &ann(&[(CLIENT_ID_ANNOTATION, "c"), (TENANT_ID_ANNOTATION, "")]),
+            "t0",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("tenant id annotation"), "{e}");
+        let e = service_account_identity(Some(&token), &ann(&[(CLIENT_ID_ANNOTATION, "c")]), "")
+            .unwrap_err();
+        assert!(e.to_string().contains("tenant id annotation"), "{e}");
+        // The config's tenant fills in a missing tenant annotation.
+        let id = service_account_identity(Some(&token), &ann(&[(CLIENT_ID_ANNOTATION, "c")]), "t0")
+            .unwrap()
+            .unwrap();
+        assert_eq!(id.exchange_tenant(&AzureConfig::default()), Some("t0"));
+        assert!(!format!("{id:?}").contains("sa-token"));
+    }
+}

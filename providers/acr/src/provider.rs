@@ -1,0 +1,238 @@
+//! One request, end to end: config → cloud → login server → identity → Entra token and
+//! registry challenge (in parallel) → realm check → exchange → kubelet answer.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use kcp_common::cache_hint::CachePolicy;
+use kcp_common::deadline::Deadline;
+use kcp_common::duration::GoDuration;
+use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+
+use crate::cloud::{ACR_SCOPE, Cloud};
+use crate::config::AzureConfig;
+use crate::exchange;
+use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes};
+use crate::identity::{self, Identity};
+use crate::net::Net;
+
+/// The user name that tells ACR the password is a refresh token.
+pub const NULL_GUID: &str = "00000000-0000-0000-0000-000000000000";
+/// The anonymous entry upstream adds to every ACR answer, so public repositories still pull
+/// when the identity is refused (kubernetes/kubernetes#74715).
+pub const ANONYMOUS_KEY: &str = "*.azurecr.*";
+/// Upstream's fixed cache time, used when the refresh token's expiry cannot be read.
+pub const FALLBACK_CACHE: Duration = Duration::from_secs(60 * 60);
+/// Time kept between the kubelet's cache expiry and the refresh token's.
+pub const CACHE_MARGIN: Duration = Duration::from_secs(5 * 60);
+/// At most this much of what is left is kept back from the Entra call for the exchange.
+const EXCHANGE_RESERVE: Duration = Duration::from_secs(10);
+
+/// Settings of one run.
+#[derive(Debug, Clone)]
+pub struct AcrProvider {
+    /// The cloud config file.
+    pub config_path: PathBuf,
+    /// `--registry-mirror` entries.
+    pub mirrors: Vec<Mirror>,
+    /// Answer service-principal nodes with the raw client ID and secret, as upstream.
+    pub sp_passthrough: bool,
+    /// An Entra scope other than [`ACR_SCOPE`].
+    pub token_scope: Option<String>,
+    /// `--ib-sni-name` was given (AKS identity bindings, not implemented).
+    pub identity_bindings: bool,
+}
+
+impl AcrProvider {
+    /// Fetches ACR credentials for `request`.
+    pub async fn credentials(
+        &self,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        let config = AzureConfig::load(&self.config_path)?;
+        let config_path = self.config_path.display().to_string();
+        let env = |name: &str| std::env::var(name).ok();
+        let net = Net::from_env()?;
+        let cloud = Cloud::resolve(
+            &config.cloud,
+            &config.resource_manager_endpoint,
+            &env,
+            &net,
+            deadline,
+        )
+        .await?;
+        let suffixes = Suffixes::new([cloud.acr_suffix.as_str()]);
+        let image = &request.image_ref;
+        let target = host::resolve(
+            image.registry(),
+            image.host(),
+            image.port().is_some(),
+            &self.mirrors,
+            &suffixes,
+        )?;
+        tracing::info!(login_server = %target.login.host, mirrored_from = ?target.mirrored_from, cloud = %cloud.name, "ACR login server");
+
+        // A mirrored image is pulled with the node's identity, as upstream (#9841): the pod's
+        // federated identity is scoped to the registries it names, not to a mirror's source.
+        let sa_identity = if target.mirrored_from.is_some() {
+            if request.service_account_token.is_some() {
+                tracing::info!(
+                    "mirrored image: the service-account token is not used; pulling with the node's identity"
+                );
+            }
+            None
+        } else {
+            identity::service_account_identity(
+                request.service_account_token.as_ref(),
+                &request.service_account_annotations,
+                &config.tenant_id,
+            )?
+        };
+        if sa_identity.is_some() && self.identity_bindings {
+            anyhow::bail!(
+                "AKS identity bindings (--ib-sni-name) are not supported by this acr-credential-provider; \
+                 remove the --ib-* flags to federate the service-account token directly with Entra ID \
+                 (tokenAttributes.serviceAccountTokenAudience api://AzureADTokenExchange), or use the upstream plugin"
+            );
+        }
+        let identity = match sa_identity {
+            Some(identity) => identity,
+            None => identity::node_identity(&config, &config_path, &env)?,
+        };
+
+        if let Identity::ServicePrincipal {
+            client_id, secret, ..
+        } = &identity
+            && self.sp_passthrough
+        {
+            tracing::info!(
+                client_id,
+                "service-principal passthrough: answering with the client ID and secret"
+            );
+            return Ok(passthrough(client_id, secret, &cloud.acr_suffix));
+        }
+
+        let scope = self.token_scope.as_deref().unwrap_or(ACR_SCOPE);
+        let left = deadline.remaining();
+        let budget = left.saturating_sub(EXCHANGE_RESERVE.min(left / 4));
+        tracing::info!(identity = %identity.describe(), scope, "getting an Entra token");
+        // The challenge needs no secret, so it runs alongside the token request; the token only
+        // leaves once the realm has passed the check.
+        let (entra, exchange_target) = tokio::try_join!(
+            identity::entra_token(&identity, &cloud, scope, &net, budget),
+            exchange::discover(&net, &target.login, &suffixes, deadline),
+        )?;
+        let refresh = exchange::exchange(
+            &net,
+            &exchange_target,
+            &entra,
+            identity.exchange_tenant(&config),
+            deadline,
+        )
+        .await?;
+        let cache_duration = cache_duration(&refresh, SystemTime::now());
+        tracing::info!(login_server = %target.login.host, %cache_duration, "ACR refresh token obtained");
+        Ok(answer(&target.auth_keys, &refresh, cache_duration))
+    }
+}
+
+/// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
+/// [`FALLBACK_CACHE`] when it carries no readable `exp`.
+pub fn cache_duration(refresh: &Secret, now: SystemTime) -> GoDuration {
+    match exchange::jwt_expiry(refresh.expose()) {
+        Some(exp) => CachePolicy::RemainingMinus(CACHE_MARGIN).cache_duration(Some(exp), now),
+        None => GoDuration::from_std(FALLBACK_CACHE),
+    }
+}
+
+/// The token answer: the null GUID and the refresh token under every key, plus the anonymous entry.
+fn answer(keys: &[String], refresh: &Secret, cache_duration: GoDuration) -> Credentials {
+    let mut auth = std::collections::BTreeMap::new();
+    for key in keys {
+        auth.insert(key.clone(), AuthConfig::new(NULL_GUID, refresh.clone()));
+    }
+    auth.entry(ANONYMOUS_KEY.to_owned())
+        .or_insert_with(|| AuthConfig::new("", ""));
+    Credentials {
+        cache_key_type: CacheKeyType::Registry,
+        cache_duration: Some(cache_duration),
+        auth,
+    }
+}
+
+/// Upstream's service-principal answer: the raw client ID and secret under the standard ACR
+/// wildcards (and the custom suffix when it is an `.azurecr.` one), plus the anonymous entry.
+fn passthrough(client_id: &str, secret: &Secret, suffix: &str) -> Credentials {
+    let mut auth = std::collections::BTreeMap::new();
+    for s in STANDARD_SUFFIXES {
+        auth.insert(format!("*.{s}"), AuthConfig::new(client_id, secret.clone()));
+    }
+    let custom = format!("*.{suffix}");
+    if suffix.contains("azurecr.") && !auth.contains_key(&custom) {
+        auth.insert(custom, AuthConfig::new(client_id, secret.clone()));
+    }
+    auth.insert(ANONYMOUS_KEY.to_owned(), AuthConfig::new("", ""));
+    Credentials {
+        cache_key_type: CacheKeyType::Registry,
+        cache_duration: Some(GoDuration::from_std(FALLBACK_CACHE)),
+        auth,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn jwt(exp: u64) -> Secret {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        Secret::new(format!(
+            "{}.{}.sig",
+            b64("{}"),
+            b64(&format!(r#"{{"exp":{exp}}}"#))
+        ))
+    }
+
+    #[test]
+    fn cache_duration_follows_the_refresh_token() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(
+            cache_duration(&jwt(1_800_000_000 + 3 * 3600), now).to_string(),
+            "2h55m0s"
+        );
+        assert_eq!(
+            cache_duration(&jwt(1_800_000_000 + 60), now),
+            GoDuration::ZERO
+        );
+        assert_eq!(
+            cache_duration(&Secret::new("opaque"), now).to_string(),
+            "1h0m0s"
+        );
+    }
+
+    /// acr.md §6.5: upstream's SP answer has 5 entries for `foo.azurecr.io` on public cloud.
+    #[test]
+    fn passthrough_matches_upstream() {
+        let c = passthrough("foo", &Secret::new("bar"), "azurecr.io");
+        let keys: Vec<&str> = c.auth.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "*.azurecr.*",
+                "*.azurecr.cn",
+                "*.azurecr.de",
+                "*.azurecr.io",
+                "*.azurecr.us"
+            ]
+        );
+        let c = passthrough("foo", &Secret::new("bar"), "azurecr.my.cloud");
+        assert!(c.auth.contains_key("*.azurecr.my.cloud"));
+        let c = passthrough("foo", &Secret::new("bar"), "registry.stack.local");
+        assert_eq!(
+            c.auth.len(),
+            5,
+            "a suffix without .azurecr. never gets the secret"
+        );
+    }
+}

@@ -1,0 +1,491 @@
+//! Refusals and faults: look-alike hosts, a realm pointing elsewhere, endpoints that refuse, hang,
+//! fail then recover, or answer nonsense; bad command lines and config files. Each failure is one
+//! stderr line, an empty stdout and a non-zero exit, inside the deadline, with no secret in it.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use kcp_common::ApiVersion;
+use kcp_common::testkit::fake::FakeResponse;
+use support::*;
+
+const SP_CONFIG: &str = r#"{"tenantId":"tenant-1","aadClientId":"sp-client-id","aadClientSecret":"sp-client-secret-Yy93"}"#;
+const MI_CONFIG: &str = r#"{"tenantId":"tenant-1","useManagedIdentityExtension":true}"#;
+
+#[test]
+fn look_alike_and_non_acr_hosts_are_refused_before_any_request() {
+    let world = World::new();
+    for (image, registry) in [
+        (
+            "foo.azurecr.io.example.com/app",
+            "foo.azurecr.io.example.com",
+        ),
+        ("example.com/foo.azurecr.io/app", "example.com"),
+        ("myreg.azurecr.io.evil.com/app", "myreg.azurecr.io.evil.com"),
+        ("docker.io/library/nginx", "docker.io"),
+        (
+            "myreg.eastus.data.azurecr.io/app",
+            "myreg.eastus.data.azurecr.io",
+        ),
+        ("mcr.microsoft.com/azure-cli", "mcr.microsoft.com"),
+    ] {
+        let out = world.mi_plugin(MI_CONFIG).request(ApiVersion::V1, image);
+        assert_eq!(out.exec.exit_code, Some(1), "{image}");
+        let line = out.rejected();
+        assert!(
+            line.contains(&format!(
+                "{registry} is not an Azure Container Registry login server"
+            )),
+            "{image}: {line}"
+        );
+    }
+    assert!(
+        world.msi.requests().is_empty(),
+        "no token was even asked for"
+    );
+    assert!(world.entra.requests().is_empty());
+    assert!(world.registry.requests().is_empty());
+    assert!(
+        world.proxy.targets().is_empty(),
+        "{:?}",
+        world.proxy.targets()
+    );
+    world.assert_nothing_off_cloud();
+}
+
+#[test]
+fn a_realm_pointing_elsewhere_gets_no_token() {
+    for realm in [
+        "https://evil.example.com/oauth2/token",
+        "https://myreg.azurecr.io.evil.com/oauth2/token",
+        "http://myreg.azurecr.io/oauth2/token",
+        "https://myreg.azurecr.cn/oauth2/token",
+    ] {
+        let world = World::new();
+        world
+            .challenge_script
+            .push(FakeResponse::new(401, "{}").header(
+                "www-authenticate",
+                &format!(r#"Bearer realm="{realm}",service="myreg.azurecr.io""#),
+            ));
+        let out = world
+            .plugin(SP_CONFIG)
+            .args(["--v=6"])
+            .request(ApiVersion::V1, "myreg.azurecr.io/app");
+        assert_ne!(out.exec.exit_code, Some(0));
+        assert!(out.stdout().is_empty());
+        let stderr = out.stderr();
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("ERROR")).collect();
+        assert_eq!(errors.len(), 1, "{stderr}");
+        assert!(
+            errors[0].contains("refusing to send an Entra token for myreg.azurecr.io")
+                && errors[0].contains(realm),
+            "{realm}: {}",
+            errors[0]
+        );
+        assert_eq!(
+            world.registry_calls(),
+            vec![("GET".into(), "/v2/".into())],
+            "{realm}: no exchange"
+        );
+        world.assert_nothing_off_cloud();
+        assert_no_secret(&stderr, &[]);
+    }
+}
+
+#[test]
+fn a_challenge_without_bearer_or_a_registry_without_auth_is_an_error() {
+    let world = World::new();
+    world
+        .challenge_script
+        .push(FakeResponse::new(401, "").header("www-authenticate", r#"Basic realm="Registry""#));
+    let line = world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("WWW-Authenticate offers no Bearer challenge (schemes: Basic)"),
+        "{line}"
+    );
+    world.challenge_script.push(FakeResponse::new(200, "{}"));
+    let line = world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("expected HTTP 401 with a Bearer challenge, got HTTP 200"),
+        "{line}"
+    );
+    assert!(
+        !world
+            .registry_calls()
+            .iter()
+            .any(|(_, p)| p == "/oauth2/exchange")
+    );
+}
+
+#[test]
+fn a_refused_registry_fails_after_bounded_retries() {
+    let world = World::with_routes(false);
+    let started = Instant::now();
+    let line = world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        line.contains("GET https://myreg.azurecr.io/v2/ (the registry's token challenge)"),
+        "{line}"
+    );
+    assert!(line.contains("after 3 attempts"), "{line}");
+    let tries = world
+        .proxy
+        .targets()
+        .iter()
+        .filter(|t| *t == "myreg.azurecr.io:443")
+        .count();
+    assert_eq!(tries, 3, "{:?}", world.proxy.targets());
+    assert_no_secret(&line, &[]);
+}
+
+#[test]
+fn a_hanging_exchange_ends_inside_the_deadline() {
+    let world = World::new();
+    world.exchange_script.push(FakeResponse::hang());
+    let started = Instant::now();
+    let line = world
+        .plugin(SP_CONFIG)
+        .args(["--deadline=3s"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(10),
+        "{took:?}"
+    );
+    assert!(
+        line.contains("deadline") || line.contains("timed out"),
+        "{line}"
+    );
+    assert_no_secret(&line, &[]);
+}
+
+#[test]
+fn a_hanging_entra_endpoint_is_named_and_bounded() {
+    let world = World::new();
+    for _ in 0..5 {
+        world.entra_script.push(FakeResponse::hang());
+    }
+    let started = Instant::now();
+    let line = world
+        .plugin(SP_CONFIG)
+        .args(["--deadline=4s"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(line.contains("getting an Entra token for scope https://containerregistry.azure.net/.default as service principal sp-client-id in tenant tenant-1"), "{line}");
+    assert!(line.contains("no answer within"), "{line}");
+    assert!(
+        world
+            .registry_calls()
+            .iter()
+            .all(|(_, p)| p != "/oauth2/exchange")
+    );
+}
+
+#[test]
+fn a_hanging_managed_identity_endpoint_is_bounded() {
+    let world = World::new();
+    for _ in 0..5 {
+        world.msi_script.push(FakeResponse::hang());
+    }
+    let started = Instant::now();
+    let line = world
+        .mi_plugin(MI_CONFIG)
+        .args(["--deadline=3s"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        line.contains(
+            "system-assigned managed identity (App Service endpoint from IDENTITY_ENDPOINT)"
+        ),
+        "{line}"
+    );
+    assert_no_secret(&line, &[]);
+}
+
+#[test]
+fn exchange_500_then_ok_is_retried() {
+    let world = World::new();
+    world.exchange_script.push(FakeResponse::new(500, "oops"));
+    world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .accepted();
+    let posts = world
+        .registry_calls()
+        .iter()
+        .filter(|(_, p)| p == "/oauth2/exchange")
+        .count();
+    assert_eq!(posts, 2);
+}
+
+#[test]
+fn exchange_429_then_ok_honours_retry_after() {
+    let world = World::new();
+    world.exchange_script.push(
+        FakeResponse::new(
+            429,
+            r#"{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}"#,
+        )
+        .header("retry-after", "1"),
+    );
+    let started = Instant::now();
+    world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .accepted();
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After: 1 was not waited for"
+    );
+    let posts = world
+        .registry_calls()
+        .iter()
+        .filter(|(_, p)| p == "/oauth2/exchange")
+        .count();
+    assert_eq!(posts, 2);
+}
+
+#[test]
+fn challenge_503_then_ok_is_retried() {
+    let world = World::new();
+    world.challenge_script.push(FakeResponse::new(503, ""));
+    world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .accepted();
+    assert_eq!(
+        world
+            .registry_calls()
+            .iter()
+            .filter(|(_, p)| p == "/v2/")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn entra_500_then_ok_and_429_then_ok_are_retried() {
+    for status in [500, 429] {
+        let world = World::new();
+        world.entra_script.push(FakeResponse::new(
+            status,
+            r#"{"error":"temporarily_unavailable"}"#,
+        ));
+        world
+            .plugin(SP_CONFIG)
+            .request(ApiVersion::V1, "myreg.azurecr.io/app")
+            .accepted();
+        assert_eq!(world.entra.requests().len(), 2, "{status}");
+    }
+}
+
+#[test]
+fn entra_errors_are_shown_without_secrets() {
+    let world = World::new();
+    world.entra_script.push(FakeResponse::new(
+        401,
+        r#"{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided.","error_codes":[7000215]}"#,
+    ));
+    let line = world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("AADSTS7000215: Invalid client secret provided."),
+        "{line}"
+    );
+    assert!(
+        line.contains("as service principal sp-client-id in tenant tenant-1"),
+        "{line}"
+    );
+    assert_no_secret(&line, &[]);
+}
+
+#[test]
+fn managed_identity_not_assigned_is_explained() {
+    let world = World::new();
+    world.msi_script.push(FakeResponse::new(
+        400,
+        r#"{"error":"invalid_request","error_description":"Identity not found"}"#,
+    ));
+    let line = world
+        .mi_plugin(r#"{"useManagedIdentityExtension":true,"userAssignedIdentityID":"missing-id"}"#)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("managed identity with client ID missing-id"),
+        "{line}"
+    );
+    assert!(line.contains("has not been assigned"), "{line}");
+}
+
+#[test]
+fn malformed_and_empty_exchange_answers_are_errors() {
+    for (body, want) in [
+        ("not json <html>", "the answer is not the expected JSON"),
+        ("{}", "the answer has no refresh_token"),
+        (r#"{"refresh_token":""}"#, "the answer has no refresh_token"),
+        (r#"{"access_token":"x"}"#, "the answer has no refresh_token"),
+    ] {
+        let world = World::new();
+        world
+            .exchange_script
+            .push(FakeResponse::json(body).header("x-ms-correlation-request-id", "corr-9"));
+        let line = world
+            .plugin(SP_CONFIG)
+            .request(ApiVersion::V1, "myreg.azurecr.io/app")
+            .rejected();
+        assert!(line.contains(want), "{body}: {line}");
+        assert!(
+            line.contains("ACR token exchange at https://myreg.azurecr.io/oauth2/exchange"),
+            "{line}"
+        );
+        assert!(line.contains("correlation id corr-9"), "{line}");
+        assert!(!line.contains("<html>"), "bodies are not echoed: {line}");
+    }
+}
+
+#[test]
+fn exchange_refusals_show_acr_codes_and_hint_at_acrpull() {
+    let world = World::new();
+    world.exchange_script.push(
+        FakeResponse::new(401, r#"{"errors":[{"code":"UNAUTHORIZED","message":"authentication required, visit https://aka.ms/acr/authorization"}]}"#)
+            .header("x-ms-correlation-request-id", "corr-401"),
+    );
+    let line = world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("answered HTTP 401: UNAUTHORIZED: authentication required"),
+        "{line}"
+    );
+    assert!(line.contains("correlation id corr-401"), "{line}");
+    assert!(line.contains("AcrPull"), "{line}");
+    assert_eq!(
+        world
+            .registry_calls()
+            .iter()
+            .filter(|(_, p)| p == "/oauth2/exchange")
+            .count(),
+        1,
+        "401 is not retried"
+    );
+}
+
+#[test]
+fn config_file_problems_name_the_file() {
+    let world = World::new();
+    let line = kcp_common::testkit::Plugin::new(BIN)
+        .args(["/nonexistent/azure.json"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("reading the cloud config file /nonexistent/azure.json"),
+        "{line}"
+    );
+    let line = world
+        .plugin("{invalid json")
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains("azure.json is not valid JSON or YAML"),
+        "{line}"
+    );
+    let line = world
+        .plugin(r#"{"useManagedIdentityExtension":"yes"}"#)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(
+        line.contains(r#"field "useManagedIdentityExtension" must be true or false, got a string"#),
+        "{line}"
+    );
+    let line = world
+        .plugin("{}")
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(line.contains("configures no identity"), "{line}");
+}
+
+#[test]
+fn command_line_problems_exit_2_with_one_line() {
+    let out = kcp_common::testkit::Plugin::new(BIN).request(ApiVersion::V1, "myreg.azurecr.io/app");
+    assert_eq!(out.exec.exit_code, Some(2));
+    assert!(out.rejected().contains("config file is not specified"));
+    let out = kcp_common::testkit::Plugin::new(BIN)
+        .args(["a.json", "b.json"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    assert_eq!(out.exec.exit_code, Some(2));
+    assert!(out.rejected().contains(
+        r#"expected exactly one argument (config file); got arguments: ["a.json", "b.json"]"#
+    ));
+}
+
+#[test]
+fn klog_flags_are_tolerated_and_version_prints() {
+    let world = World::new();
+    world
+        .plugin(SP_CONFIG)
+        .args([
+            "--vmodule=x=4",
+            "--log-flush-frequency",
+            "5s",
+            "--logtostderr",
+            "-v",
+            "2",
+        ])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .accepted();
+    let out = std::process::Command::new(BIN)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("acr-credential-provider {}\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn bad_requests_are_refused_cleanly() {
+    let world = World::new();
+    let p = world.plugin(SP_CONFIG);
+    for (input, want) in [
+        (&b""[..], "no request on stdin"),
+        (b"[1]", "must be a JSON object"),
+        (br#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1","image":""}"#, "image in plugin request was empty"),
+        (br#"{"kind":"CredentialProviderFoo","apiVersion":"credentialprovider.kubelet.k8s.io/v1","image":"myreg.azurecr.io/x"}"#, "kind is"),
+        (br#"{"kind":"CredentialProviderRequest","apiVersion":"foo.k8s.io/v1","image":"myreg.azurecr.io/x"}"#, "is not in group"),
+    ] {
+        let line = p.raw(input).rejected();
+        assert!(line.contains(want), "{line}");
+    }
+    assert!(world.registry.requests().is_empty() && world.entra.requests().is_empty());
+}

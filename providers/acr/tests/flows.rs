@@ -1,0 +1,520 @@
+//! Every identity source end to end, run as the kubelet runs the plugin, against local fakes of
+//! Entra ID, the managed-identity endpoint and the registry: exact answers, exact requests.
+
+mod support;
+
+use kcp_common::ApiVersion;
+use kcp_common::kubelet::{DecodeContext, decode_response};
+use support::*;
+
+const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id","aadClientId":"msi","aadClientSecret":"msi"}"#;
+const SP_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","aadClientId":"sp-client-id","aadClientSecret":"sp-client-secret-Yy93"}"#;
+
+/// What the registry must have received for one successful exchange.
+fn assert_exchange(world: &World, host: &str, access_token: &str, tenant: Option<&str>) {
+    let requests = world.registry.requests();
+    let calls: Vec<(String, String)> = requests
+        .iter()
+        .map(|r| (r.method.clone(), r.path().to_owned()))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("GET".into(), "/v2/".into()),
+            ("POST".into(), "/oauth2/exchange".into())
+        ],
+        "registry calls"
+    );
+    assert_eq!(requests[0].header("host"), Some(host));
+    assert!(
+        requests[0].header("authorization").is_none(),
+        "the challenge carries no credential"
+    );
+    let post = &requests[1];
+    assert_eq!(post.header("host"), Some(host));
+    assert_eq!(
+        post.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    let mut want = fields(&[
+        ("grant_type", "access_token"),
+        ("service", host),
+        ("access_token", access_token),
+    ]);
+    if let Some(t) = tenant {
+        want.insert("tenant".into(), t.into());
+    }
+    assert_eq!(form(post), want, "exchange form");
+    assert!(
+        world.proxy.targets().contains(&format!("{host}:443")),
+        "the registry is reached through HTTPS_PROXY: {:?}",
+        world.proxy.targets()
+    );
+}
+
+#[test]
+fn managed_identity_answers_every_api_version_exactly() {
+    for v in ApiVersion::ALL {
+        let world = World::new();
+        let out = world
+            .mi_plugin(MI_CONFIG)
+            .request(v, "myreg.azurecr.io/team/app");
+        let ok = out.accepted();
+        let refresh = world.last_refresh();
+        let duration = cache_duration_of(&out.stdout());
+        assert_eq!(
+            out.stdout(),
+            token_answer(v.as_str(), &duration, &["myreg.azurecr.io"], &refresh)
+        );
+        assert_eq!(
+            ok.auth["myreg.azurecr.io"],
+            (NULL_GUID.to_owned(), refresh.clone())
+        );
+        assert_eq!(out.stderr(), "", "nothing on stderr by default on success");
+
+        // The App Service managed-identity request, as azure_identity sends it.
+        let msi = world.msi.requests();
+        assert_eq!(msi.len(), 1, "{msi:?}");
+        assert_eq!(msi[0].method, "GET");
+        assert_eq!(msi[0].path(), "/msi/token");
+        assert_eq!(
+            query(&msi[0]),
+            fields(&[
+                ("api-version", "2019-08-01"),
+                ("resource", "https://containerregistry.azure.net"),
+                ("client_id", "kubelet-client-id"),
+            ])
+        );
+        assert_eq!(msi[0].header("metadata"), Some("true"));
+        assert_eq!(msi[0].header("x-identity-header"), Some(IDENTITY_HEADER));
+        assert!(
+            world.entra.requests().is_empty(),
+            "managed identity never calls Entra directly"
+        );
+        assert_exchange(&world, "myreg.azurecr.io", MI_TOKEN, Some("tenant-1"));
+        world.assert_nothing_off_cloud();
+    }
+}
+
+#[test]
+fn system_assigned_identity_sends_no_client_id_and_no_empty_tenant() {
+    let world = World::new();
+    let out = world
+        .mi_plugin(r#"{"useManagedIdentityExtension":true}"#)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    out.accepted();
+    let q = query(&world.msi.requests()[0]);
+    assert!(
+        !q.contains_key("client_id") && !q.contains_key("msi_res_id"),
+        "{q:?}"
+    );
+    assert_exchange(&world, "myreg.azurecr.io", MI_TOKEN, None);
+}
+
+#[test]
+fn service_principal_goes_through_the_exchange_by_default() {
+    let world = World::new();
+    let out = world
+        .plugin(SP_CONFIG)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    let ok = out.accepted();
+    let refresh = world.last_refresh();
+    assert_eq!(ok.auth["myreg.azurecr.io"], (NULL_GUID.to_owned(), refresh));
+    assert!(
+        !out.stdout().contains(CLIENT_SECRET),
+        "the secret never reaches the runtime"
+    );
+    let entra = world.entra.requests();
+    assert_eq!(entra.len(), 1);
+    assert_eq!(entra[0].method, "POST");
+    assert_eq!(entra[0].path(), "/tenant-1/oauth2/v2.0/token");
+    assert_eq!(
+        form(&entra[0]),
+        fields(&[
+            ("client_id", "sp-client-id"),
+            ("client_secret", CLIENT_SECRET),
+            ("grant_type", "client_credentials"),
+            ("scope", SCOPE),
+        ])
+    );
+    assert_exchange(&world, "myreg.azurecr.io", ENTRA_TOKEN, Some("tenant-1"));
+}
+
+#[test]
+fn service_principal_passthrough_is_upstreams_exact_answer() {
+    let world = World::new();
+    for v in ApiVersion::ALL {
+        let out = world
+            .plugin(SP_CONFIG)
+            .args(["--service-principal-passthrough"])
+            .request(v, "myreg.azurecr.io/app");
+        let sp = format!(r#"{{"username":"sp-client-id","password":"{CLIENT_SECRET}"}}"#);
+        assert_eq!(
+            out.stdout(),
+            format!(
+                r#"{{"kind":"CredentialProviderResponse","apiVersion":"{v}","cacheKeyType":"Registry","cacheDuration":"1h0m0s","auth":{{"*.azurecr.*":{{"username":"","password":""}},"*.azurecr.cn":{sp},"*.azurecr.de":{sp},"*.azurecr.io":{sp},"*.azurecr.us":{sp}}}}}"#
+            ) + "\n"
+        );
+        let decoded = decode_response(
+            &out.exec.stdout,
+            DecodeContext {
+                expected: v,
+                image: "myreg.azurecr.io/app",
+                service_account_token: None,
+                cache_type_token: false,
+            },
+        )
+        .unwrap();
+        assert_eq!(decoded.auth.len(), 5);
+        // As the kubelet's keyring sees it: the SP wildcard first, then the anonymous entry.
+        let ok = out.accepted();
+        assert_eq!(
+            ok.keys_for_image("myreg.azurecr.io/app"),
+            vec!["*.azurecr.io", "*.azurecr.*"]
+        );
+        assert_no_secret(&out.stderr(), &[]);
+    }
+    // Also by environment, as a kubelet config's `env` would set it.
+    let out = world
+        .plugin(SP_CONFIG)
+        .env("ACR_SERVICE_PRINCIPAL_PASSTHROUGH", "true")
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    assert!(out.stdout().contains(CLIENT_SECRET));
+    assert!(
+        world.entra.requests().is_empty() && world.registry.requests().is_empty(),
+        "passthrough calls nothing"
+    );
+}
+
+#[test]
+fn workload_identity_from_the_config_file() {
+    let world = World::new();
+    let token_file = world.file("azure-identity-token", FEDERATED_TOKEN);
+    let out = world
+        .plugin(&format!(
+            r#"{{"tenantId":"tenant-wi","aadClientId":"wi-client","useFederatedWorkloadIdentityExtension":true,"aadFederatedTokenFile":"{token_file}"}}"#
+        ))
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    out.accepted();
+    let entra = world.entra.requests();
+    assert_eq!(entra.len(), 1);
+    assert_eq!(entra[0].path(), "/tenant-wi/oauth2/v2.0/token");
+    assert_eq!(
+        form(&entra[0]),
+        fields(&[
+            ("client_assertion", FEDERATED_TOKEN),
+            (
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ),
+            ("client_id", "wi-client"),
+            ("grant_type", "client_credentials"),
+            ("scope", SCOPE),
+        ])
+    );
+    assert_exchange(&world, "myreg.azurecr.io", ENTRA_TOKEN, Some("tenant-wi"));
+}
+
+#[test]
+fn workload_identity_from_the_environment() {
+    let world = World::new();
+    let token_file = world.file("token", FEDERATED_TOKEN);
+    let out = world
+        .plugin("{}")
+        .env("AZURE_FEDERATED_TOKEN_FILE", &token_file)
+        .env("AZURE_CLIENT_ID", "env-client")
+        .env("AZURE_TENANT_ID", "env-tenant")
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    out.accepted();
+    let entra = world.entra.requests();
+    assert_eq!(entra[0].path(), "/env-tenant/oauth2/v2.0/token");
+    assert_eq!(form(&entra[0])["client_id"], "env-client");
+    assert_eq!(form(&entra[0])["client_assertion"], FEDERATED_TOKEN);
+    // No tenantId in the config: the exchange carries none.
+    assert_exchange(&world, "myreg.azurecr.io", ENTRA_TOKEN, None);
+}
+
+fn sa_annotations() -> std::collections::BTreeMap<String, String> {
+    fields(&[
+        ("kubernetes.azure.com/acr-client-id", "pod-client"),
+        ("kubernetes.azure.com/acr-tenant-id", "pod-tenant"),
+    ])
+}
+
+#[test]
+fn service_account_token_is_federated_even_on_a_service_principal_node() {
+    let world = World::new();
+    let out = world.plugin(SP_CONFIG).args(["--v=6"]).request_with_token(
+        ApiVersion::V1,
+        "myreg.azurecr.io/app",
+        Some(SA_TOKEN),
+        &sa_annotations(),
+    );
+    let ok = out.accepted();
+    assert_eq!(ok.auth["myreg.azurecr.io"].1, world.last_refresh());
+    let entra = world.entra.requests();
+    assert_eq!(entra.len(), 1);
+    assert_eq!(entra[0].path(), "/pod-tenant/oauth2/v2.0/token");
+    assert_eq!(
+        form(&entra[0]),
+        fields(&[
+            ("client_assertion", SA_TOKEN),
+            (
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+            ),
+            ("client_id", "pod-client"),
+            ("grant_type", "client_credentials"),
+            ("scope", SCOPE),
+        ])
+    );
+    // The exchange names the federated identity's tenant, not the node's.
+    assert_exchange(&world, "myreg.azurecr.io", ENTRA_TOKEN, Some("pod-tenant"));
+    assert!(!out.stdout().contains(SA_TOKEN));
+    assert!(!out.stderr().is_empty(), "--v=6 logs");
+    assert_no_secret(&out.stderr(), &[&world.last_refresh()]);
+}
+
+#[test]
+fn older_api_versions_drop_the_token_and_use_the_node_identity() {
+    let world = World::new();
+    let out = world.mi_plugin(MI_CONFIG).request_with_token(
+        ApiVersion::V1beta1,
+        "myreg.azurecr.io/app",
+        Some(SA_TOKEN),
+        &sa_annotations(),
+    );
+    out.accepted();
+    assert_eq!(world.msi.requests().len(), 1);
+    assert!(world.entra.requests().is_empty());
+}
+
+#[test]
+fn a_service_account_without_the_client_annotation_uses_the_node_identity() {
+    let world = World::new();
+    let out = world.mi_plugin(MI_CONFIG).request_with_token(
+        ApiVersion::V1,
+        "myreg.azurecr.io/app",
+        Some(SA_TOKEN),
+        &fields(&[("other.io/key", "x")]),
+    );
+    out.accepted();
+    assert_eq!(world.msi.requests().len(), 1);
+    assert!(world.entra.requests().is_empty());
+}
+
+#[test]
+fn an_empty_client_annotation_is_an_error_naming_it() {
+    let world = World::new();
+    let line = world
+        .mi_plugin(MI_CONFIG)
+        .request_with_token(
+            ApiVersion::V1,
+            "myreg.azurecr.io/app",
+            Some(SA_TOKEN),
+            &fields(&[("kubernetes.azure.com/acr-client-id", "")]),
+        )
+        .rejected();
+    assert!(
+        line.contains("client id annotation kubernetes.azure.com/acr-client-id is empty"),
+        "{line}"
+    );
+    assert!(
+        world.msi.requests().is_empty()
+            && world.entra.requests().is_empty()
+            && world.registry.requests().is_empty()
+    );
+    assert_no_secret(&line, &[]);
+}
+
+#[test]
+fn identity_bindings_flags_are_refused_for_service_account_tokens() {
+    let world = World::new();
+    let plugin = world
+        .mi_plugin(MI_CONFIG)
+        .args(["--ib-sni-name=ib.example.com", "--ib-apiserver-ip=10.0.0.1"]);
+    let line = plugin
+        .request_with_token(
+            ApiVersion::V1,
+            "myreg.azurecr.io/app",
+            Some(SA_TOKEN),
+            &sa_annotations(),
+        )
+        .rejected();
+    assert!(
+        line.contains("identity bindings (--ib-sni-name) are not supported"),
+        "{line}"
+    );
+    // Without a token (static pods) the node identity still works.
+    plugin
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .accepted();
+}
+
+#[test]
+fn mirrors_answer_for_the_login_server_and_the_source_with_the_node_identity() {
+    let world = World::new();
+    let out = world
+        .mi_plugin(MI_CONFIG)
+        .args(["--registry-mirror=mcr.microsoft.com:myreg.azurecr.io"])
+        .request_with_token(
+            ApiVersion::V1,
+            "mcr.microsoft.com/azure-cli",
+            Some(SA_TOKEN),
+            &sa_annotations(),
+        );
+    let ok = out.accepted();
+    let refresh = world.last_refresh();
+    let duration = cache_duration_of(&out.stdout());
+    assert_eq!(
+        out.stdout(),
+        token_answer(
+            "credentialprovider.kubelet.k8s.io/v1",
+            &duration,
+            &["mcr.microsoft.com", "myreg.azurecr.io"],
+            &refresh
+        )
+    );
+    assert_eq!(
+        ok.keys_for_image("mcr.microsoft.com/azure-cli"),
+        vec!["mcr.microsoft.com"]
+    );
+    // Mirrored images use the node's identity (upstream #9841), never the pod's token.
+    assert_eq!(world.msi.requests().len(), 1);
+    assert!(world.entra.requests().is_empty());
+    assert_exchange(&world, "myreg.azurecr.io", MI_TOKEN, Some("tenant-1"));
+    assert!(
+        !world
+            .proxy
+            .targets()
+            .iter()
+            .any(|t| t.starts_with("mcr.microsoft.com")),
+        "the mirror source is never called"
+    );
+}
+
+#[test]
+fn geo_replica_hosts_get_their_own_key() {
+    let world = World::new();
+    let ok = world
+        .mi_plugin(MI_CONFIG)
+        .request(ApiVersion::V1, "myreg.eastus.geo.azurecr.io/app")
+        .accepted();
+    assert!(ok.auth.contains_key("myreg.eastus.geo.azurecr.io"));
+    assert_exchange(
+        &world,
+        "myreg.eastus.geo.azurecr.io",
+        MI_TOKEN,
+        Some("tenant-1"),
+    );
+}
+
+/// Each named cloud: the ACR scope is the same everywhere; the suffix follows the cloud.
+#[test]
+fn each_cloud_uses_the_acr_scope() {
+    for (cloud, host) in [
+        ("AzurePublicCloud", "myreg.azurecr.io"),
+        ("AzureChinaCloud", "myreg.azurecr.cn"),
+        ("AzureUSGovernmentCloud", "myreg.azurecr.us"),
+    ] {
+        let world = World::new();
+        let out = world
+            .plugin(&format!(r#"{{"cloud":"{cloud}","tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#))
+            .request(ApiVersion::V1, &format!("{host}/app"));
+        out.accepted();
+        assert_eq!(form(&world.entra.requests()[0])["scope"], SCOPE, "{cloud}");
+        assert_exchange(&world, host, ENTRA_TOKEN, Some("t"));
+    }
+}
+
+#[test]
+fn custom_cloud_from_the_resource_manager_metadata() {
+    let world = World::new();
+    // An ARM metadata endpoint naming the Entra fake as its authority and a custom ACR suffix.
+    let entra_url = world.entra.https_url();
+    let metadata = kcp_common::testkit::tls::TlsFakeServer::start(
+        &world.ca,
+        &["127.0.0.1"],
+        move |req| {
+            if req.target == "/metadata/endpoints?api-version=2019-05-01" {
+                kcp_common::testkit::fake::FakeResponse::json(format!(
+                    r#"[{{"name":"AzureStackUser","authentication":{{"loginEndpoint":"{entra_url}/","audiences":["https://management.stack/x"]}},"resourceManager":"https://management.stack/","suffixes":{{"acrLoginServer":"azurecr.my.cloud"}}}}]"#
+                ))
+            } else {
+                kcp_common::testkit::fake::FakeResponse::new(404, "{}")
+            }
+        },
+    );
+    let config = format!(
+        r#"{{"cloud":"AzureStackCloud","resourceManagerEndpoint":"{}/","tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#,
+        metadata.https_url()
+    );
+    // No AZURE_AUTHORITY_HOST: the authority comes from the metadata.
+    let plugin = kcp_common::testkit::Plugin::new(BIN)
+        .env("SSL_CERT_FILE", world.ca.ca_file().display().to_string())
+        .env("HTTPS_PROXY", world.proxy.url())
+        .args([world.config(&config)]);
+    let ok = plugin
+        .request(ApiVersion::V1, "myreg.azurecr.my.cloud/app")
+        .accepted();
+    assert!(ok.auth.contains_key("myreg.azurecr.my.cloud"));
+    assert_eq!(metadata.requests().len(), 1);
+    assert_eq!(world.entra.requests()[0].path(), "/t/oauth2/v2.0/token");
+    assert_exchange(&world, "myreg.azurecr.my.cloud", ENTRA_TOKEN, Some("t"));
+}
+
+#[test]
+fn custom_suffix_from_an_azure_stack_environment_file() {
+    let world = World::new();
+    let env_file = world.file(
+        "env.json",
+        r#"{"name":"AzureStackCloud","containerRegistryDNSSuffix":"azurecr.my.cloud"}"#,
+    );
+    let ok = world
+        .plugin(&format!(r#"{{"cloud":"AzureStackCloud","tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#))
+        .env("AZURE_ENVIRONMENT_FILEPATH", &env_file)
+        .request(ApiVersion::V1, "myreg.azurecr.my.cloud/app")
+        .accepted();
+    assert!(ok.auth.contains_key("myreg.azurecr.my.cloud"));
+    // Without the file that suffix is not ACR.
+    let line = world
+        .plugin(&format!(
+            r#"{{"tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#
+        ))
+        .request(ApiVersion::V1, "myreg.azurecr.my.cloud/app")
+        .rejected();
+    assert!(
+        line.contains("is not an Azure Container Registry login server"),
+        "{line}"
+    );
+}
+
+#[test]
+fn yaml_config_works_like_json() {
+    let world = World::new();
+    let out = world
+        .mi_plugin("useManagedIdentityExtension: true\nTenantID: tenant-y\nuserAssignedIdentityID: kubelet-client-id\n")
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    out.accepted();
+    assert_exchange(&world, "myreg.azurecr.io", MI_TOKEN, Some("tenant-y"));
+}
+
+#[test]
+fn nothing_secret_on_stderr_even_at_v6() {
+    let world = World::new();
+    let out = world
+        .plugin(SP_CONFIG)
+        .args(["--v=6"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    out.accepted();
+    let stderr = out.stderr();
+    assert!(stderr.contains("ACR refresh token obtained"), "{stderr}");
+    assert_no_secret(&stderr, &[&world.last_refresh()]);
+    let world = World::new();
+    let out = world
+        .mi_plugin(MI_CONFIG)
+        .args(["--v=6"])
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    out.accepted();
+    assert_no_secret(&out.stderr(), &[&world.last_refresh()]);
+}

@@ -1,0 +1,271 @@
+//! Which token source answers a request, and how its token becomes the kubelet's response.
+//!
+//! `--authFlow=gcr` (default) picks, in order: Workload Identity Federation when it is configured
+//! and the pod's service account opted in; a service-account key file when one is configured; the
+//! metadata server's default service account. The token is returned under the four Google
+//! registry globs plus the image's own registry, as upstream. `dockercfg` and `dockercfg-url`
+//! return the document's registries as they are.
+//!
+//! Unlike upstream, a failure of the chosen source is an error (non-zero exit, one stderr line),
+//! never an empty answer that the kubelet would cache and turn into an anonymous pull.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{anyhow, bail};
+use kcp_common::cache_hint::CachePolicy;
+use kcp_common::deadline::Deadline;
+use kcp_common::duration::GoDuration;
+use kcp_common::http::HttpClient;
+use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, matching};
+
+use crate::dockercfg;
+use crate::keyfile::ServiceAccountKey;
+use crate::metadata::Metadata;
+use crate::token::{self, AccessToken};
+use crate::wif::{self, Wif};
+
+/// Registries every Google token is offered to (upstream's `containerRegistryUrls`).
+pub const GOOGLE_REGISTRIES: [&str; 4] = [
+    "container.cloud.google.com",
+    "gcr.io",
+    "*.gcr.io",
+    "*.pkg.dev",
+];
+
+/// Time kept between the end of the kubelet's cache entry and the token's expiry. The metadata
+/// server hands out cached tokens until about five minutes before they expire, so a larger
+/// margin would often mean no caching at all.
+pub const CACHE_MARGIN: Duration = Duration::from_secs(120);
+
+/// Upstream's `--authFlow`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthFlow {
+    /// An access token for Google's registries.
+    Gcr,
+    /// The `google-dockercfg` attribute.
+    Dockercfg,
+    /// The document at `google-dockercfg-url`.
+    DockercfgUrl,
+}
+
+impl AuthFlow {
+    /// Parses the flag value, case-sensitively as upstream.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text {
+            "gcr" => Ok(AuthFlow::Gcr),
+            "dockercfg" => Ok(AuthFlow::Dockercfg),
+            "dockercfg-url" => Ok(AuthFlow::DockercfgUrl),
+            other => Err(format!(
+                "invalid value {other:?} for authFlow (must be one of \"gcr\", \"dockercfg\", or \"dockercfg-url\")"
+            )),
+        }
+    }
+}
+
+/// What to answer with besides credentials.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheSettings {
+    /// `cacheKeyType` (`KUBE_SIDECAR_CACHE_TYPE`, default `Registry`).
+    pub key_type: CacheKeyType,
+    /// `KUBE_SIDECAR_CACHE_DURATION`, when set.
+    pub duration: Option<GoDuration>,
+}
+
+/// Everything one run needs.
+#[derive(Debug)]
+pub struct GcrProvider {
+    /// The flow.
+    pub flow: AuthFlow,
+    /// The metadata server.
+    pub metadata: Metadata,
+    /// A key file to use instead of the metadata server.
+    pub key_file: Option<PathBuf>,
+    /// Federation for opted-in pods.
+    pub wif: Option<Wif>,
+    /// Registry user name for tokens: `_token` or `oauth2accesstoken`.
+    pub username: String,
+    /// Cache answer settings.
+    pub cache: CacheSettings,
+}
+
+impl GcrProvider {
+    /// Answers `request`.
+    pub async fn credentials(
+        &self,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        let http = HttpClient::from_env()
+            .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
+        match self.flow {
+            AuthFlow::Gcr => self.gcr(&http, request, deadline).await,
+            AuthFlow::Dockercfg | AuthFlow::DockercfgUrl => {
+                let (auth, what) = if self.flow == AuthFlow::Dockercfg {
+                    let auth = dockercfg::from_attribute(&http, &self.metadata, deadline).await;
+                    (auth, dockercfg::DOCKERCFG_ATTRIBUTE)
+                } else {
+                    let auth = dockercfg::from_url_attribute(&http, &self.metadata, deadline).await;
+                    (auth, dockercfg::DOCKERCFG_URL_ATTRIBUTE)
+                };
+                let auth = auth.map_err(|e| {
+                    anyhow!(
+                        "--authFlow={} (metadata server {}): {e:#}",
+                        if self.flow == AuthFlow::Dockercfg {
+                            "dockercfg"
+                        } else {
+                            "dockercfg-url"
+                        },
+                        self.metadata.host()
+                    )
+                })?;
+                let keys: Vec<&str> = auth.keys().map(String::as_str).collect();
+                if matching::keyring_lookup(&keys, &request.image).is_empty() {
+                    tracing::warn!(image = %request.image, registries = ?keys, "no registry in {what} matches the image; the kubelet will not use these credentials for it");
+                }
+                tracing::info!(registries = ?keys, "dockercfg credentials read");
+                Ok(Credentials {
+                    cache_key_type: self.cache.key_type,
+                    // Static credentials have no expiry: the config's defaultCacheDuration
+                    // applies unless KUBE_SIDECAR_CACHE_DURATION says otherwise.
+                    cache_duration: self.cache.duration.map(|d| d.max(GoDuration::ZERO)),
+                    auth,
+                })
+            }
+        }
+    }
+
+    async fn gcr(
+        &self,
+        http: &HttpClient,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        if let Some(wif) = &self.wif {
+            let opted_in = request
+                .service_account_annotations
+                .get(wif::OPT_IN_ANNOTATION)
+                .is_some_and(|v| v == "true");
+            if opted_in {
+                return self.federated(http, wif, request, deadline).await;
+            }
+            tracing::info!(
+                "Workload Identity is configured but the service account did not opt in ({}: \"true\"); using the node's credentials",
+                wif::OPT_IN_ANNOTATION
+            );
+        }
+        let token = match &self.key_file {
+            Some(path) => {
+                tracing::info!(key_file = %path.display(), "token source: service-account key file");
+                let key = ServiceAccountKey::load(path)
+                    .map_err(|e| anyhow!("{e:#} (GOOGLE_APPLICATION_CREDENTIALS / --json-key)"))?;
+                tracing::info!(service_account = %key.client_email, token_uri = %key.token_uri, "exchanging a signed JWT");
+                key.token(http, deadline).await.map_err(|e| {
+                    anyhow!(
+                        "getting an access token for {} from {} (key file {}) failed: {e:#}; check that the key is not disabled or deleted and that this node can reach the token endpoint (HTTPS_PROXY/NO_PROXY)",
+                        key.client_email,
+                        crate::endpoint::describe(&key.token_uri),
+                        path.display()
+                    )
+                })?
+            }
+            None => {
+                tracing::info!(host = %self.metadata.host(), "token source: metadata server");
+                self.metadata.token(http, deadline).await.map_err(|e| {
+                    anyhow!(
+                        "getting the node service account's token from the metadata server at {} failed: {e:#}; \
+                         check that this node runs on Google Cloud with a service account attached, that GCE_METADATA_HOST/--metadata-host is right, \
+                         or configure a key file (GOOGLE_APPLICATION_CREDENTIALS / --json-key)",
+                        self.metadata.host()
+                    )
+                })?
+            }
+        };
+        Ok(self.token_credentials(request, &token, None))
+    }
+
+    async fn federated(
+        &self,
+        http: &HttpClient,
+        wif: &Wif,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        let Some(subject) = &request.service_account_token else {
+            bail!(
+                "the service account opted in to Workload Identity ({}: \"true\") but the kubelet sent no service-account token: \
+                 configure tokenAttributes (serviceAccountTokenAudience, requireServiceAccount) for this provider with apiVersion credentialprovider.kubelet.k8s.io/v1",
+                wif::OPT_IN_ANNOTATION
+            );
+        };
+        let service_account = match request.service_account_annotations.get(wif::GSA_ANNOTATION) {
+            Some(email) if !email.trim().is_empty() => {
+                wif::check_service_account(
+                    email.trim(),
+                    &format!("the annotation {}", wif::GSA_ANNOTATION),
+                )?;
+                Some(email.trim())
+            }
+            _ => wif.default_service_account.as_deref(),
+        };
+        tracing::info!(audience = %wif.audience, impersonate = ?service_account, "token source: Workload Identity Federation");
+        let token = wif
+            .token(http, subject, service_account, deadline)
+            .await
+            .map_err(|e| {
+                anyhow!(
+                    "Workload Identity Federation for image {}: {e:#}",
+                    request.image
+                )
+            })?;
+        // The kubelet caches per service account in this mode; never beyond the pod token's life.
+        let subject_expiry = token::jwt_expiry(subject);
+        Ok(self.token_credentials(request, &token, subject_expiry))
+    }
+
+    /// The response for an access token: every Google registry glob plus the image's registry.
+    pub fn token_credentials(
+        &self,
+        request: &CredentialProviderRequest,
+        token: &AccessToken,
+        also_expires_at: Option<SystemTime>,
+    ) -> Credentials {
+        // Counted from the moment the answer arrived, so `expires_in: 3599` always reads as the
+        // same duration however long the rest of the run takes.
+        let now = token.received_at;
+        let entry = AuthConfig::new(self.username.clone(), token.token.clone());
+        let mut auth: BTreeMap<String, AuthConfig> = GOOGLE_REGISTRIES
+            .iter()
+            .map(|k| ((*k).to_owned(), entry.clone()))
+            .collect();
+        auth.insert(request.image_ref.registry().to_owned(), entry);
+        let policy = CachePolicy::RemainingMinus(CACHE_MARGIN);
+        let computed = policy.cache_duration_capped(token.expires_at, also_expires_at, now);
+        if token.expires_at.is_none() {
+            tracing::warn!(
+                "the token answer has no expires_in; answering cacheDuration 0s so the kubelet does not cache a token of unknown life"
+            );
+        }
+        let cache_duration = match self.cache.duration {
+            None => computed,
+            // The operator's value, but never past the token's end: the kubelet does not
+            // refresh early and would keep handing out an expired token.
+            Some(wanted) if token.expires_at.is_some() && wanted > computed => {
+                tracing::info!(%wanted, %computed, "KUBE_SIDECAR_CACHE_DURATION is longer than the token's remaining life; using the latter");
+                computed
+            }
+            Some(wanted) => wanted.max(GoDuration::ZERO),
+        };
+        tracing::info!(
+            %cache_duration,
+            expires_in_s = token.expires_at.and_then(|t| t.duration_since(now).ok()).map(|d| d.as_secs()),
+            "access token obtained"
+        );
+        Credentials {
+            cache_key_type: self.cache.key_type,
+            cache_duration: Some(cache_duration),
+            auth,
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! `gcr-credential-provider` run as the kubelet runs it, against fakes on 127.0.0.1 reached only
+//! through what a real operator has: `GCE_METADATA_HOST`, a key file's `token_uri`, the STS/IAM
+//! endpoint flags and the proxy variables. Every answer is checked byte for byte and judged by the
+//! test kit as the kubelet would, in each API version.
+
+mod cli;
+mod dockercfg;
+mod keyfile;
+mod metadata;
+mod support;
+mod tls;
+mod wif;
