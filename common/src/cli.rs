@@ -118,6 +118,26 @@ pub fn parse_lenient<T: clap::Parser>(
     }
 }
 
+/// What every provider's `main` does first: parse `args` leniently (see [`parse_lenient`]), start
+/// logging at the level they ask for, and warn once per ignored argument. `positionals` returns
+/// the parser's free arguments; `get-credentials` (upstream's subcommand) among them is expected
+/// and not warned about.
+pub fn start<T: clap::Parser>(
+    args: impl IntoIterator<Item = OsString>,
+    common: fn(&T) -> &CommonArgs,
+    positionals: fn(&T) -> &[String],
+) -> T {
+    let (cli, unknown) = parse_lenient::<T>(args);
+    crate::logging::init(common(&cli).verbosity().unwrap_or(Verbosity::DEFAULT));
+    let ignored = positionals(&cli)
+        .iter()
+        .filter(|a| a.as_str() != "get-credentials");
+    for arg in unknown.iter().chain(ignored) {
+        tracing::warn!("ignoring unknown argument {arg:?}");
+    }
+    cli
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,5 +35,5 @@ pub mod testkit;
 pub mod tls;
 
 pub use protocol::{ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials};
-pub use runner::{Provider, ProviderError};
+pub use runner::ProviderError;
 pub use secret::Secret;

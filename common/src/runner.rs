@@ -1,6 +1,7 @@
 //! The one way a provider binary runs: stdin → request → provider → exactly one response on stdout.
 //!
-//! A provider implements [`Provider`]; its `main` parses its own flags and calls [`run`]. The runner
+//! A provider's `main` parses its own flags and calls [`run`] with an async closure that turns a
+//! request into [`Credentials`]. The runner
 //! owns everything the kubelet contract demands of every plugin: read stdin to EOF with a size cap,
 //! validate the request, start logging on stderr, run the provider under one overall [`Deadline`],
 //! answer in the request's apiVersion, and on any failure print one clear line on stderr, nothing
@@ -26,20 +27,13 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit status for a bad request, bad flags or a bad configuration file.
 pub const EXIT_USAGE: u8 = 2;
 
-/// A source of registry credentials for one request.
-pub trait Provider {
-    /// Fetches credentials for `request`. Network calls must respect `deadline`; the runner also
-    /// cancels the whole future when it passes.
-    fn provide(
-        &self,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> impl Future<Output = Result<Credentials, ProviderError>>;
-}
-
-/// Runs `provider` against the request on stdin, writing the response to stdout. Returns the
-/// process exit code.
-pub fn run<P: Provider>(common: &CommonArgs, provider: P) -> ExitCode {
+/// Runs `provide` against the request on stdin, writing the response to stdout. Returns the
+/// process exit code. Network calls in `provide` must respect the deadline it is given; the
+/// runner also cancels the whole future when it passes.
+pub fn run<E: Into<ProviderError>>(
+    common: &CommonArgs,
+    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
+) -> ExitCode {
     match common.verbosity() {
         Ok(v) => logging::init(v),
         Err(e) => {
@@ -60,14 +54,14 @@ pub fn run<P: Provider>(common: &CommonArgs, provider: P) -> ExitCode {
         Ok(bytes) => bytes,
         Err(e) => return fail(EXIT_USAGE, &e),
     };
-    run_with_input(&bytes, deadline, provider, &mut std::io::stdout().lock())
+    run_with_input(&bytes, deadline, provide, &mut std::io::stdout().lock())
 }
 
 /// Everything after stdin is read, with the output stream injected (for tests).
-pub fn run_with_input<P: Provider>(
+pub fn run_with_input<E: Into<ProviderError>>(
     input: &[u8],
     deadline: Deadline,
-    provider: P,
+    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     stdout: &mut dyn Write,
 ) -> ExitCode {
     let request = match CredentialProviderRequest::from_bytes(input) {
@@ -76,9 +70,12 @@ pub fn run_with_input<P: Provider>(
     };
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
 
-    let credentials = match block_on_with_deadline(provider.provide(&request, deadline), deadline) {
+    let credentials = match block_on_with_deadline(provide(&request, deadline), deadline) {
         Ok(Ok(credentials)) => credentials,
-        Ok(Err(e)) => return fail(EXIT_FAILURE, &error_chain(e.as_ref())),
+        Ok(Err(e)) => {
+            let e: ProviderError = e.into();
+            return fail(EXIT_FAILURE, &error_chain(e.as_ref()));
+        }
         Err(e) => return fail(EXIT_FAILURE, &e),
     };
     let response = CredentialProviderResponse::answer(&request, credentials);
@@ -148,56 +145,51 @@ mod tests {
     use crate::duration::GoDuration;
     use crate::protocol::{AuthConfig, CacheKeyType};
 
-    struct Fixed;
-    impl Provider for Fixed {
-        async fn provide(
-            &self,
-            request: &CredentialProviderRequest,
-            _: Deadline,
-        ) -> Result<Credentials, ProviderError> {
-            Ok(Credentials::single(
-                CacheKeyType::Registry,
-                GoDuration::from_secs(60),
-                request.image_ref.registry(),
-                AuthConfig::new("u", "p"),
-            ))
-        }
+    async fn fixed(
+        request: &CredentialProviderRequest,
+        _: Deadline,
+    ) -> Result<Credentials, ProviderError> {
+        Ok(Credentials::single(
+            CacheKeyType::Registry,
+            GoDuration::from_secs(60),
+            request.image_ref.registry(),
+            AuthConfig::new("u", "p"),
+        ))
     }
 
-    struct Failing;
-    impl Provider for Failing {
-        async fn provide(
-            &self,
-            _: &CredentialProviderRequest,
-            _: Deadline,
-        ) -> Result<Credentials, ProviderError> {
-            Err("token endpoint said 403".into())
-        }
+    async fn failing(
+        _: &CredentialProviderRequest,
+        _: Deadline,
+    ) -> Result<Credentials, ProviderError> {
+        Err("token endpoint said 403".into())
     }
 
-    struct Hanging;
-    impl Provider for Hanging {
-        async fn provide(
-            &self,
-            _: &CredentialProviderRequest,
-            _: Deadline,
-        ) -> Result<Credentials, ProviderError> {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            Err("unreachable".into())
-        }
+    async fn hanging(
+        _: &CredentialProviderRequest,
+        _: Deadline,
+    ) -> Result<Credentials, ProviderError> {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Err("unreachable".into())
     }
 
     const REQ: &[u8] = br#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1beta1","image":"reg.io:5000/a/b"}"#;
 
-    fn exec<P: Provider>(input: &[u8], provider: P, budget: Duration) -> (ExitCode, String) {
+    fn exec(
+        input: &[u8],
+        provide: impl AsyncFn(
+            &CredentialProviderRequest,
+            Deadline,
+        ) -> Result<Credentials, ProviderError>,
+        budget: Duration,
+    ) -> (ExitCode, String) {
         let mut out = Vec::new();
-        let code = run_with_input(input, Deadline::after(budget), provider, &mut out);
+        let code = run_with_input(input, Deadline::after(budget), provide, &mut out);
         (code, String::from_utf8(out).unwrap())
     }
 
     #[test]
     fn answers_in_the_request_version_with_one_line() {
-        let (code, out) = exec(REQ, Fixed, Duration::from_secs(5));
+        let (code, out) = exec(REQ, fixed, Duration::from_secs(5));
         assert_eq!(code, ExitCode::SUCCESS);
         assert_eq!(
             out,
@@ -207,16 +199,16 @@ mod tests {
 
     #[test]
     fn failures_write_nothing_to_stdout() {
-        let (code, out) = exec(REQ, Failing, Duration::from_secs(5));
+        let (code, out) = exec(REQ, failing, Duration::from_secs(5));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
-        let (code, out) = exec(b"not json", Fixed, Duration::from_secs(5));
+        let (code, out) = exec(b"not json", fixed, Duration::from_secs(5));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_USAGE), ""));
     }
 
     #[test]
     fn the_deadline_cancels_a_hanging_provider() {
         let started = std::time::Instant::now();
-        let (code, out) = exec(REQ, Hanging, Duration::from_millis(200));
+        let (code, out) = exec(REQ, hanging, Duration::from_millis(200));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
         assert!(
             started.elapsed() < Duration::from_secs(30),

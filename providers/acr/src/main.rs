@@ -21,11 +21,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcp_common::cli::{CommonArgs, parse_lenient};
-use kcp_common::deadline::Deadline;
-use kcp_common::logging::{self, Verbosity};
+use kcp_common::cli::CommonArgs;
 use kcp_common::runner::EXIT_USAGE;
-use kcp_common::{CredentialProviderRequest, Credentials, Provider, ProviderError};
 
 use crate::provider::AcrProvider;
 
@@ -78,16 +75,6 @@ struct Cli {
     common: CommonArgs,
 }
 
-impl Provider for AcrProvider {
-    async fn provide(
-        &self,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        Ok(self.credentials(request, deadline).await?)
-    }
-}
-
 /// pflag reads `-v 4` as `--v=4`; clap would read a count and a positional. Merge them.
 fn klog_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut out: Vec<OsString> = Vec::new();
@@ -116,11 +103,7 @@ fn usage_error(message: &str) -> ExitCode {
 
 fn main() -> ExitCode {
     kcp_common::http::install_crypto_provider();
-    let (cli, unknown) = parse_lenient::<Cli>(klog_args(std::env::args_os()));
-    logging::init(cli.common.verbosity().unwrap_or(Verbosity::DEFAULT));
-    for arg in &unknown {
-        tracing::warn!("ignoring unknown argument {arg:?}");
-    }
+    let cli: Cli = kcp_common::cli::start(klog_args(std::env::args_os()), |c| &c.common, |_| &[]);
     let Some(config_path) = cli.config else {
         return usage_error(
             "config file is not specified: pass the cloud config file (usually /etc/kubernetes/azure.json) as the only argument in the kubelet's CredentialProviderConfig args",
@@ -150,7 +133,9 @@ fn main() -> ExitCode {
         token_scope: cli.token_scope.filter(|s| !s.trim().is_empty()),
         identity_bindings: cli.ib_sni_name.is_some_and(|s| !s.trim().is_empty()),
     };
-    kcp_common::runner::run(&cli.common, provider)
+    kcp_common::runner::run(&cli.common, async |request, deadline| {
+        provider.credentials(request, deadline).await
+    })
 }
 
 #[cfg(test)]
@@ -158,7 +143,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Cli {
-        parse_lenient::<Cli>(klog_args(
+        kcp_common::cli::parse_lenient::<Cli>(klog_args(
             std::iter::once("acr-credential-provider")
                 .chain(args.iter().copied())
                 .map(OsString::from),

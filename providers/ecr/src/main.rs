@@ -16,10 +16,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use kcp_common::cache_hint::CachePolicy;
-use kcp_common::cli::{CommonArgs, parse_lenient};
-use kcp_common::deadline::Deadline;
-use kcp_common::logging::{self, Verbosity};
-use kcp_common::{CredentialProviderRequest, Credentials, Provider, ProviderError};
+use kcp_common::cli::CommonArgs;
 
 use crate::provider::EcrProvider;
 
@@ -52,29 +49,14 @@ struct Cli {
     rest: Vec<String>,
 }
 
-impl Provider for EcrProvider {
-    async fn provide(
-        &self,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        Ok(self.credentials(request, deadline).await?)
-    }
-}
-
 fn main() -> ExitCode {
-    let (cli, unknown) = parse_lenient::<Cli>(std::env::args_os());
-    logging::init(cli.common.verbosity().unwrap_or(Verbosity::DEFAULT));
-    for arg in unknown
-        .iter()
-        .chain(cli.rest.iter().filter(|a| a.as_str() != "get-credentials"))
-    {
-        tracing::warn!("ignoring unknown argument {arg:?}");
-    }
+    let cli: Cli = kcp_common::cli::start(std::env::args_os(), |c| &c.common, |c| &c.rest);
     let provider = EcrProvider {
         strict_hosts: cli.strict_hosts,
         role_annotations: cli.role_annotations,
         cache_policy: CachePolicy::HalfRemaining,
     };
-    kcp_common::runner::run(&cli.common, provider)
+    kcp_common::runner::run(&cli.common, async |request, deadline| {
+        provider.credentials(request, deadline).await
+    })
 }

@@ -20,8 +20,8 @@ use serde_json::{Map, Value};
 
 use crate::endpoint;
 use crate::metadata::Metadata;
-use crate::net::{self, Call};
 use crate::token;
+use kcp_common::http::Call;
 
 /// The attribute holding a dockercfg document.
 pub const DOCKERCFG_ATTRIBUTE: &str = "google-dockercfg";
@@ -81,7 +81,7 @@ pub async fn from_url_attribute(
         body: None,
         what: "dockercfg document",
     };
-    let response = net::send(http, call, deadline).await.map_err(|e| {
+    let response = http.send_retrying(call, deadline).await.map_err(|e| {
         anyhow!(
             "fetching the dockercfg document at {shown} failed: {}",
             error_chain(&e)

@@ -23,8 +23,8 @@ use serde_json::Value;
 use url::Url;
 
 use crate::endpoint;
-use crate::net::{self, Call};
 use crate::token::{self, AccessToken};
+use kcp_common::http::Call;
 
 /// Google's token endpoint, used when a key file names none.
 pub const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";
@@ -175,7 +175,8 @@ impl ServiceAccountKey {
             body: Some(body.as_bytes()),
             what: "key-file token exchange",
         };
-        let response = net::send(http, call, deadline)
+        let response = http
+            .send_retrying(call, deadline)
             .await
             .map_err(|e| anyhow!("{}", error_chain(&e)))?;
         token::parse_oauth_token(&response.body, SystemTime::now(), "the token_uri's answer")

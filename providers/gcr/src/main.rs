@@ -13,7 +13,6 @@ mod dockercfg;
 mod endpoint;
 mod keyfile;
 mod metadata;
-mod net;
 mod provider;
 mod token;
 mod wif;
@@ -22,12 +21,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcp_common::cli::{CommonArgs, parse_lenient};
-use kcp_common::deadline::Deadline;
+use kcp_common::CacheKeyType;
+use kcp_common::cli::CommonArgs;
 use kcp_common::duration::GoDuration;
-use kcp_common::logging::{self, Verbosity};
+use kcp_common::logging;
 use kcp_common::runner::EXIT_USAGE;
-use kcp_common::{CacheKeyType, CredentialProviderRequest, Credentials, Provider, ProviderError};
 
 use crate::metadata::Metadata;
 use crate::provider::{AuthFlow, CacheSettings, GcrProvider};
@@ -107,27 +105,12 @@ struct Cli {
     rest: Vec<String>,
 }
 
-impl Provider for GcrProvider {
-    async fn provide(
-        &self,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        Ok(self.credentials(request, deadline).await?)
-    }
-}
-
 fn main() -> ExitCode {
-    let (cli, unknown) = parse_lenient::<Cli>(std::env::args_os());
-    logging::init(cli.common.verbosity().unwrap_or(Verbosity::DEFAULT));
-    for arg in unknown
-        .iter()
-        .chain(cli.rest.iter().filter(|a| a.as_str() != "get-credentials"))
-    {
-        tracing::warn!("ignoring unknown argument {arg:?}");
-    }
+    let cli: Cli = kcp_common::cli::start(std::env::args_os(), |c| &c.common, |c| &c.rest);
     match build(cli) {
-        Ok((common, provider)) => kcp_common::runner::run(&common, provider),
+        Ok((common, provider)) => kcp_common::runner::run(&common, async |request, deadline| {
+            provider.credentials(request, deadline).await
+        }),
         Err(message) => {
             tracing::error!("{}", logging::one_line(&message));
             ExitCode::from(EXIT_USAGE)

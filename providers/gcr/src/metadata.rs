@@ -16,8 +16,8 @@ use reqwest::Method;
 use url::Url;
 
 use crate::endpoint;
-use crate::net::{self, Call, CallError};
 use crate::token::{self, AccessToken};
+use kcp_common::http::{Call, CallError};
 
 /// Default metadata host, as in Google's documentation.
 pub const DEFAULT_HOST: &str = "metadata.google.internal";
@@ -84,7 +84,7 @@ impl Metadata {
             body: None,
             what,
         };
-        match net::send(http, call, deadline).await {
+        match http.send_retrying(call, deadline).await {
             Ok(response) => {
                 if response.header(FLAVOR.0) != Some(FLAVOR.1) {
                     // Google's libraries use this header to tell the real server from a captive

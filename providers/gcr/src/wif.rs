@@ -18,8 +18,8 @@ use serde_json::Value;
 use url::Url;
 
 use crate::endpoint;
-use crate::net::{self, Call, CallError};
 use crate::token::{self, AccessToken};
+use kcp_common::http::{Call, CallError};
 
 /// Default STS token endpoint.
 pub const DEFAULT_STS_ENDPOINT: &str = "https://sts.googleapis.com/v1/token";
@@ -128,7 +128,7 @@ impl Wif {
             body: Some(body.as_bytes()),
             what: "STS token exchange",
         };
-        let response = net::send(http, call, deadline).await.map_err(|e| {
+        let response = http.send_retrying(call, deadline).await.map_err(|e| {
             anyhow!(
                 "the STS token exchange at {} for audience {:?} failed: {}{}",
                 endpoint::describe(&self.sts_endpoint),
@@ -171,7 +171,7 @@ impl Wif {
             "impersonating {email} through IAM Credentials at {}",
             endpoint::describe(&self.iam_endpoint)
         );
-        let response = net::send(http, call, deadline).await.map_err(|e| {
+        let response = http.send_retrying(call, deadline).await.map_err(|e| {
             let hint = match e.status() {
                 Some(403) => format!(
                     "; grant the federated principal roles/iam.workloadIdentityUser (or serviceAccountTokenCreator) on {email}"

@@ -11,12 +11,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use kcp_common::cli::{CommonArgs, parse_go_duration, parse_lenient};
-use kcp_common::deadline::Deadline;
+use kcp_common::cli::{CommonArgs, parse_go_duration};
 use kcp_common::duration::GoDuration;
 use kcp_common::{
-    AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Provider, ProviderError,
-    Secret, matching,
+    AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret, matching,
 };
 
 /// Kubelet image credential provider that answers with a fixed username and password.
@@ -59,16 +57,6 @@ struct StaticProvider {
     cache_duration: GoDuration,
 }
 
-impl Provider for StaticProvider {
-    async fn provide(
-        &self,
-        request: &CredentialProviderRequest,
-        _: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        Ok(self.answer(request)?)
-    }
-}
-
 impl StaticProvider {
     fn answer(&self, request: &CredentialProviderRequest) -> anyhow::Result<Credentials> {
         let registry = request.image_ref.registry();
@@ -107,23 +95,12 @@ fn read_password(path: &Path) -> anyhow::Result<Secret> {
 }
 
 fn main() -> ExitCode {
-    let (cli, unknown) = parse_lenient::<Cli>(std::env::args_os());
-    kcp_common::logging::init(
-        cli.common
-            .verbosity()
-            .unwrap_or(kcp_common::logging::Verbosity::DEFAULT),
-    );
-    for arg in unknown
-        .iter()
-        .chain(cli.rest.iter().filter(|a| a.as_str() != "get-credentials"))
-    {
-        tracing::warn!("ignoring unknown argument {arg:?}");
-    }
+    let cli: Cli = kcp_common::cli::start(std::env::args_os(), |c| &c.common, |c| &c.rest);
     let provider = StaticProvider {
         registries: cli.registry,
         username: cli.username,
         password_file: cli.password_file,
         cache_duration: cli.cache_duration,
     };
-    kcp_common::runner::run(&cli.common, provider)
+    kcp_common::runner::run(&cli.common, async |request, _| provider.answer(request))
 }

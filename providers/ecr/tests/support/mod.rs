@@ -1,15 +1,15 @@
 //! Shared pieces of the ECR integration tests: a moto server per test, canned AWS answers for
 //! the scripted fake, and small helpers (base64, RFC 3339 timestamps).
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use base64::Engine;
-use kcp_common::testkit::Plugin;
 use kcp_common::testkit::fake::{FakeResponse, RecordedRequest};
+pub use kcp_common::testkit::{Plugin, rfc3339, unix_now};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ecr-credential-provider");
 pub const PRIVATE_HOST: &str = "123456789012.dkr.ecr.us-west-2.amazonaws.com";
@@ -71,34 +71,6 @@ impl Drop for Moto {
 
 pub fn b64(text: &str) -> String {
     base64::engine::general_purpose::STANDARD.encode(text)
-}
-
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time (civil-from-days, proleptic Gregorian).
-pub fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// A private-ECR GetAuthorizationToken answer (awsJson1.1; timestamps are epoch seconds).

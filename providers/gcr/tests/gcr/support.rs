@@ -159,12 +159,7 @@ pub fn verify_jwt(jwt: &str) -> (Value, Value) {
 }
 
 /// Seconds since the epoch.
-pub fn now_secs() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-}
+pub use kcp_common::testkit::unix_now as now_secs;
 
 /// The kubelet's `URLsMatch(glob, image)` (kubelet-contract.md §5/§6): the same number of host
 /// labels, each matched as a glob (`*` within one label), equal ports, and the key's path a

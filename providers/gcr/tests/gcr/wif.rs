@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kcp_common::ApiVersion;
-use kcp_common::testkit::Plugin;
 use kcp_common::testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
+use kcp_common::testkit::{Plugin, rfc3339};
 
 use crate::support::*;
 
@@ -118,27 +118,6 @@ fn gke_plugin(md: &FakeServer, sts: &FakeServer) -> Plugin {
         "--project-id=my-project".to_owned(),
         format!("--sts-endpoint={}/v1/token", sts.url()),
     ])
-}
-
-fn rfc3339(secs: u64) -> String {
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    // Civil from days (Howard Hinnant), for the fake's expireTime.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 #[test]
