@@ -99,6 +99,16 @@ pub enum HttpError {
         /// Whether it was a timeout.
         timeout: bool,
     },
+    /// The TLS handshake failed: an untrusted or mismatched certificate. Retrying cannot help.
+    #[error(
+        "TLS with {host} failed: {reason}; check the CA bundle (SSL_CERT_FILE) and any TLS-intercepting proxy"
+    )]
+    Tls {
+        /// The host that was called.
+        host: String,
+        /// What rustls reported.
+        reason: String,
+    },
     /// The server answered with a non-success status.
     #[error("{host} answered HTTP {status}{}", if .detail.is_empty() { String::new() } else { format!(": {}", .detail) })]
     Status {
@@ -129,7 +139,10 @@ impl HttpError {
         match self {
             HttpError::Transport { .. } => true,
             HttpError::Status { status, .. } => *status == 429 || *status >= 500,
-            HttpError::Setup(_) | HttpError::Body { .. } | HttpError::DeadlinePassed(_) => false,
+            HttpError::Setup(_)
+            | HttpError::Tls { .. }
+            | HttpError::Body { .. }
+            | HttpError::DeadlinePassed(_) => false,
         }
     }
 
@@ -469,11 +482,32 @@ fn transport_error(host: &str, error: &reqwest::Error) -> HttpError {
     if let Some(url) = error.url() {
         reason = reason.replace(url.as_str(), host);
     }
+    if let Some(tls) = rustls_error(error) {
+        return HttpError::Tls {
+            host: host.to_owned(),
+            reason: tls.to_string(),
+        };
+    }
     HttpError::Transport {
         host: host.to_owned(),
         reason,
         timeout: error.is_timeout(),
     }
+}
+
+/// The rustls error somewhere in the chain; tokio-rustls wraps it in an `io::Error`, sometimes
+/// inside another one, and `io::Error::source` skips the wrapped error itself.
+fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let wrapped = error
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref());
+    if let Some(found) = wrapped.and_then(|inner| rustls_error(inner)) {
+        return Some(found);
+    }
+    error.source().and_then(rustls_error)
 }
 
 /// A short one-line excerpt of an error body, for diagnostics. Token-like runs are redacted

@@ -512,3 +512,35 @@ fn link_local_addresses_are_recognised() {
         &Url::parse("http://metadata.google.internal/x").unwrap()
     ));
 }
+
+#[test]
+fn an_untrusted_certificate_is_a_tls_error_and_not_retried() {
+    use kcp_common::http::Call;
+    use kcp_common::testkit::tls::{TestCa, TlsFakeServer};
+    // The test CA is in no trust store this process reads, so the handshake must fail.
+    let ca = TestCa::new();
+    let server = TlsFakeServer::start(&ca, &["127.0.0.1", "localhost"], |_| {
+        FakeResponse::json("{}")
+    });
+    let http = client(ProxyConfig::default());
+    let url = Url::parse(&format!("{}/token", server.https_url())).unwrap();
+    let call = Call {
+        route: Route::Internet,
+        method: Method::GET,
+        url: &url,
+        headers: &[],
+        body: None,
+        what: "token",
+    };
+    let err =
+        block_on(http.send_retrying(call, Deadline::after(Duration::from_secs(10)))).unwrap_err();
+    assert_eq!(err.attempts, 1, "{err}");
+    assert!(
+        matches!(err.error, HttpError::Tls { .. }),
+        "{:?}",
+        err.error
+    );
+    assert!(!err.error.is_transient());
+    assert!(err.to_string().contains("SSL_CERT_FILE"), "{err}");
+    assert!(server.requests().is_empty(), "nothing reached the server");
+}

@@ -68,6 +68,7 @@ fn connector_error(error: HttpError) -> ConnectorError {
             ConnectorError::timeout(error.into())
         }
         HttpError::Transport { .. } | HttpError::Body { .. } => ConnectorError::io(error.into()),
+        HttpError::Tls { .. } => ConnectorError::other(error.into(), None),
         HttpError::Setup(_) | HttpError::Status { .. } => ConnectorError::user(error.into()),
     }
 }
