@@ -6,13 +6,15 @@ Answers what ecr-credential-provider calls and moto cannot serve: ECR Public
 expiry (moto's lies in 2015), STS AssumeRoleWithWebIdentity, and IMDSv2 (token
 with TTL header, region, role credentials). Standard library only.
 
-Usage: aws_fake.py [--port N]   (prints "listening on http://127.0.0.1:N")
+Usage: aws_fake.py [--port N] [--tls CERT KEY]
+  prints "listening on http[s]://127.0.0.1:N"; with --tls it serves HTTPS with that certificate.
 """
 
 import argparse
 import base64
 import datetime
 import json
+import ssl
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -101,9 +103,16 @@ class Handler(BaseHTTPRequestHandler):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     args = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)
+    scheme = "http"
+    if args.tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*args.tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+        scheme = "https"
+    print(f"listening on {scheme}://127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

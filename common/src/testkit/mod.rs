@@ -252,6 +252,7 @@ impl Drop for TempDir {
     }
 }
 
+pub mod configs;
 pub mod fake;
 pub mod proxy;
 pub mod tls;

@@ -19,9 +19,11 @@
 use std::time::Duration;
 
 use kcp_common::deadline::Deadline;
+use kcp_common::http::{HttpClient, Route};
+use reqwest::Method;
 use serde_json::Value;
 
-use crate::net::{Net, NetError};
+use crate::transport::{USER_AGENT, error_text};
 
 /// The default Entra scope for ACR, in every cloud.
 pub const ACR_SCOPE: &str = "https://containerregistry.azure.net/.default";
@@ -82,7 +84,7 @@ impl Cloud {
         name: &str,
         resource_manager_endpoint: &str,
         env: &dyn Fn(&str) -> Option<String>,
-        net: &Net,
+        http: &HttpClient,
         deadline: Deadline,
     ) -> anyhow::Result<Cloud> {
         let mut cloud = Cloud::named(name).unwrap_or_else(|| {
@@ -98,7 +100,7 @@ impl Cloud {
         });
         let endpoint = resource_manager_endpoint.trim();
         if !endpoint.is_empty() {
-            cloud = from_arm_metadata(endpoint, &cloud, net, deadline).await?;
+            cloud = from_arm_metadata(endpoint, &cloud, http, deadline).await?;
         }
         if let Some(path) = env(ENVIRONMENT_FILE_ENV).filter(|p| !p.trim().is_empty()) {
             cloud = apply_environment_file(cloud, &path)?;
@@ -121,7 +123,7 @@ impl Cloud {
 async fn from_arm_metadata(
     endpoint: &str,
     base: &Cloud,
-    net: &Net,
+    http: &HttpClient,
     deadline: Deadline,
 ) -> anyhow::Result<Cloud> {
     let url_text = format!(
@@ -135,10 +137,13 @@ async fn from_arm_metadata(
     };
     let url = reqwest::Url::parse(&url_text)
         .map_err(|e| anyhow::anyhow!("{}: invalid URL: {e}", context()))?;
-    let response = net
-        .get(&url, &[], deadline.cap(METADATA_TIMEOUT))
+    // A shorter limit than the client's: this one call must not eat the token calls' time.
+    let limit = Deadline::after(deadline.cap(METADATA_TIMEOUT));
+    let headers = [("user-agent", USER_AGENT)];
+    let response = http
+        .fetch(Route::Internet, Method::GET, &url, &headers, None, limit)
         .await
-        .map_err(|e: NetError| anyhow::anyhow!("{}: {e}", context()))?;
+        .map_err(|e| anyhow::anyhow!("{}: {}", context(), error_text(&e)))?;
     if response.status != 200 {
         anyhow::bail!("{}: HTTP {}", context(), response.status);
     }

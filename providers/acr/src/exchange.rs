@@ -19,14 +19,13 @@ use std::time::{Duration, SystemTime};
 use base64::Engine;
 use kcp_common::Secret;
 use kcp_common::deadline::Deadline;
+use kcp_common::http::{HttpClient, HttpError, HttpResponse, Route};
 use kcp_common::retry::RetryPolicy;
-use reqwest::Url;
+use reqwest::{Method, Url};
 
 use crate::host::{LoginServer, Suffixes};
-use crate::net::{Net, NetError, NetResponse};
+use crate::transport::{USER_AGENT, error_text, header_values};
 
-/// Per-call limit for the challenge and the exchange (further capped by the deadline).
-const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 /// Longest `Retry-After` we wait for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
 /// Retries for the registry calls: three attempts, short jittered waits.
@@ -56,7 +55,7 @@ pub struct ExchangeTarget {
 
 /// Asks `login` for its token challenge and checks the realm. No secret is involved yet.
 pub async fn discover(
-    net: &Net,
+    http: &HttpClient,
     login: &LoginServer,
     suffixes: &Suffixes,
     deadline: Deadline,
@@ -67,8 +66,16 @@ pub async fn discover(
         "GET https://{}/v2/ (the registry's token challenge)",
         login.host
     );
+    // Per call: the shared client's request timeout (15 s), capped by the deadline.
     let response = with_retries(&what, deadline, || {
-        net.get(&url, &[], deadline.cap(CALL_TIMEOUT))
+        http.fetch(
+            Route::Internet,
+            Method::GET,
+            &url,
+            &[("user-agent", USER_AGENT)],
+            None,
+            deadline,
+        )
     })
     .await?;
     if response.status != 401 {
@@ -78,7 +85,7 @@ pub async fn discover(
             acr_error_detail(&response)
         );
     }
-    let values = response.header_values("www-authenticate");
+    let values = header_values(&response, "www-authenticate");
     let challenge = parse_bearer(&values).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     check_realm(&challenge, login, suffixes)
 }
@@ -130,7 +137,7 @@ pub fn check_realm(
 
 /// Exchanges an Entra access token for an ACR refresh token.
 pub async fn exchange(
-    net: &Net,
+    http: &HttpClient,
     target: &ExchangeTarget,
     entra_token: &Secret,
     tenant: Option<&str>,
@@ -145,8 +152,20 @@ pub async fn exchange(
     form.append_pair("access_token", entra_token.expose());
     let body = form.finish();
     let what = format!("ACR token exchange at {}", target.url);
+    let headers = [
+        ("user-agent", USER_AGENT),
+        ("content-type", "application/x-www-form-urlencoded"),
+    ];
+    // The body holds the Entra token; the shared client never logs bodies or headers.
     let response = with_retries(&what, deadline, || {
-        net.post_form(&target.url, body.clone(), deadline.cap(CALL_TIMEOUT))
+        http.fetch(
+            Route::Internet,
+            Method::POST,
+            &target.url,
+            &headers,
+            Some(body.clone().into_bytes()),
+            deadline,
+        )
     })
     .await?;
     if response.status != 200 {
@@ -186,15 +205,19 @@ pub async fn exchange(
 }
 
 /// Runs `call` until it yields a response that is not worth retrying, honouring `Retry-After`
-/// (up to [`MAX_RETRY_AFTER`]) and the deadline. Transient: transport errors, 408, 429, 5xx.
+/// (up to [`MAX_RETRY_AFTER`]) and the deadline. Transient: 408, 429, 5xx, connection errors,
+/// timeouts and unreadable answers; not an untrusted certificate or a spent deadline.
+///
+/// Not `HttpClient::send_retrying`: the challenge's answer is a 401 we need, ACR's 429s carry a
+/// `Retry-After` worth honouring, and 408 is transient here.
 async fn with_retries<F, Fut>(
     what: &str,
     deadline: Deadline,
     mut call: F,
-) -> anyhow::Result<NetResponse>
+) -> anyhow::Result<HttpResponse>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<NetResponse, NetError>>,
+    Fut: std::future::Future<Output = Result<HttpResponse, HttpError>>,
 {
     let mut attempt = 1;
     loop {
@@ -204,16 +227,22 @@ where
                 (true, retry_after(r), format!("HTTP {}", r.status))
             }
             Ok(_) => (false, None, String::new()),
-            Err(NetError::DeadlinePassed(_)) => (false, None, String::new()),
-            Err(e) => (true, None, e.to_string()),
+            // An oversized answer is retried as before the shared client; an untrusted
+            // certificate is not (the shared client's rule: another try cannot help).
+            Err(e) => (
+                e.is_transient() || matches!(e, HttpError::Body { .. }),
+                None,
+                error_text(e),
+            ),
         };
         if !transient || attempt >= POLICY.max_attempts {
             return match outcome {
                 Ok(response) => Ok(response),
                 Err(e) if attempt > 1 => Err(anyhow::anyhow!(
-                    "{what}: {e} (after {attempt} attempts; check that this node reaches the host on port 443, directly or through HTTPS_PROXY)"
+                    "{what}: {} (after {attempt} attempts; check that this node reaches the host on port 443, directly or through HTTPS_PROXY)",
+                    error_text(&e)
                 )),
-                Err(e) => Err(anyhow::anyhow!("{what}: {e}")),
+                Err(e) => Err(anyhow::anyhow!("{what}: {}", error_text(&e))),
             };
         }
         let wait = retry_after.unwrap_or_else(|| POLICY.backoff(attempt));
@@ -221,7 +250,7 @@ where
         if wait.saturating_mul(2) >= deadline.remaining() {
             return match outcome {
                 Ok(response) => Ok(response),
-                Err(e) => Err(anyhow::anyhow!("{what}: {e}")),
+                Err(e) => Err(anyhow::anyhow!("{what}: {}", error_text(&e))),
             };
         }
         tracing::info!(
@@ -235,7 +264,7 @@ where
 }
 
 /// `Retry-After` in seconds, capped.
-fn retry_after(response: &NetResponse) -> Option<Duration> {
+fn retry_after(response: &HttpResponse) -> Option<Duration> {
     response
         .header("retry-after")
         .and_then(|v| v.trim().parse::<u64>().ok())
@@ -243,7 +272,7 @@ fn retry_after(response: &NetResponse) -> Option<Duration> {
 }
 
 /// `: CODE: message; correlation id X` from an ACR error answer, for the error line.
-fn acr_error_detail(response: &NetResponse) -> String {
+fn acr_error_detail(response: &HttpResponse) -> String {
     #[derive(serde::Deserialize)]
     struct Errors {
         #[serde(default)]
@@ -274,7 +303,7 @@ fn acr_error_detail(response: &NetResponse) -> String {
     out + &correlation(response)
 }
 
-fn correlation(response: &NetResponse) -> String {
+fn correlation(response: &HttpResponse) -> String {
     response
         .header("x-ms-correlation-request-id")
         .map(|id| {

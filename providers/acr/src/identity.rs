@@ -19,8 +19,9 @@
 //!    secret with `--service-principal-passthrough`, decided by the caller).
 //!
 //! azure_identity retries on its own (8 tries, up to 82 s; a fixed 72 s for IMDS), past the
-//! kubelet's 60 s kill. Every credential here gets our transport (15 s per try), at most two
-//! retries, and the whole `get_token` runs under a timeout drawn from the run's deadline.
+//! kubelet's 60 s kill. Every credential here gets our transport (the shared client, 15 s per try
+//! capped by the run's deadline), at most two retries, and the whole `get_token` runs under a
+//! timeout drawn from the run's deadline.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -39,10 +40,12 @@ use azure_identity::{
     WorkloadIdentityCredentialOptions,
 };
 use kcp_common::Secret;
+use kcp_common::deadline::Deadline;
+use kcp_common::http::{HttpClient, HttpError};
 
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
-use crate::net::Net;
+use crate::transport::{AzureTransport, error_text};
 
 /// SA annotation naming the Entra application (client) ID to federate as.
 pub const CLIENT_ID_ANNOTATION: &str = "kubernetes.azure.com/acr-client-id";
@@ -283,13 +286,15 @@ impl ClientAssertion for PodToken {
     }
 }
 
-/// Gets an Entra access token for `scope` as `identity`, within `budget` (and the deadline).
+/// Gets an Entra access token for `scope` as `identity`, within `budget` (and `deadline`, which
+/// bounds each HTTP request).
 pub async fn entra_token(
     identity: &Identity,
     cloud: &Cloud,
     scope: &str,
-    net: &Net,
+    http: &HttpClient,
     budget: Duration,
+    deadline: Deadline,
 ) -> anyhow::Result<Secret> {
     let context = || {
         format!(
@@ -301,7 +306,8 @@ pub async fn entra_token(
             }
         )
     };
-    let credential = build(identity, cloud, net, budget)
+    let transport = AzureTransport::new(http.clone(), deadline);
+    let credential = build(identity, cloud, transport, budget)
         .map_err(|e| anyhow::anyhow!("{}: {}", context(), one_line(&e)))?;
     let started = std::time::Instant::now();
     let token = match tokio::time::timeout(budget, credential.get_token(&[scope], None)).await {
@@ -319,19 +325,37 @@ pub async fn entra_token(
 
 fn one_line(e: &azure_core::Error) -> String {
     // azure_identity appends a troubleshooting link on its own line; keep one line.
-    kcp_common::logging::one_line(&e.to_string())
+    let line = kcp_common::logging::one_line(&e.to_string());
+    // Its retry policy replaces a failed request's reason with "retry policy expired ..." or
+    // "non-transport error ..."; the transport's own error, deeper in the chain, says what failed.
+    match transport_cause(e) {
+        Some(cause) => format!("{line}; {}", error_text(cause)),
+        None => line,
+    }
+}
+
+/// The shared client's error somewhere in the source chain of an azure_core error.
+fn transport_cause<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a HttpError> {
+    let mut next = Some(e);
+    while let Some(error) = next {
+        if let Some(found) = error.downcast_ref::<HttpError>() {
+            return Some(found);
+        }
+        next = error.source();
+    }
+    None
 }
 
 fn build(
     identity: &Identity,
     cloud: &Cloud,
-    net: &Net,
+    transport: AzureTransport,
     budget: Duration,
 ) -> azure_core::Result<Arc<dyn TokenCredential>> {
     let mut custom = CustomConfiguration::default();
     custom.authority_host = cloud.authority_host.clone();
     let client_options = ClientOptions {
-        transport: Some(Transport::new(Arc::new(net.client()))),
+        transport: Some(Transport::new(Arc::new(transport))),
         retry: RetryOptions::exponential(ExponentialRetryOptions {
             initial_delay: azure_core::time::Duration::milliseconds(200),
             max_retries: 2,
@@ -523,6 +547,35 @@ mod tests {
                 .starts_with("/etc/kubernetes/azure.json configures no identity"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn error_lines_name_the_transport_failure_under_azure_identitys_wrapping() {
+        use azure_core::error::ErrorKind;
+        let tls = HttpError::Tls {
+            host: "login.example".into(),
+            reason: "invalid peer certificate: UnknownIssuer".into(),
+        };
+        let wrapped = azure_core::Error::with_error(
+            ErrorKind::Credential,
+            azure_core::Error::new(ErrorKind::Other, tls)
+                .with_context("non-transport error occurred which will not be retried"),
+            "ClientSecretCredential authentication failed. non-transport error occurred which will not be retried\nTo troubleshoot, visit https://aka.ms/x",
+        );
+        let line = one_line(&wrapped);
+        assert!(
+            line.starts_with("ClientSecretCredential authentication failed. non-transport error"),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("; TLS with login.example failed: invalid peer certificate: UnknownIssuer; check the CA bundle (SSL_CERT_FILE) and any TLS-intercepting proxy"),
+            "{line}"
+        );
+        assert!(!line.contains('\n'));
+        // An answer from Entra (no transport error) reads as azure_identity wrote it.
+        let refused =
+            azure_core::Error::with_message(ErrorKind::Credential, "AADSTS7000215: bad secret");
+        assert_eq!(one_line(&refused), "AADSTS7000215: bad secret");
     }
 
     /// acr.md §6.1 `TestNewAcrProvider_CredentialSelection`, SA rows.

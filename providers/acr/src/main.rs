@@ -13,8 +13,8 @@ mod config;
 mod exchange;
 mod host;
 mod identity;
-mod net;
 mod provider;
+mod transport;
 
 use std::ffi::OsString;
 use std::path::PathBuf;

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
 use kcp_common::duration::GoDuration;
+use kcp_common::http::HttpClient;
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 
 use crate::cloud::{ACR_SCOPE, Cloud};
@@ -14,7 +15,6 @@ use crate::config::AzureConfig;
 use crate::exchange;
 use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes};
 use crate::identity::{self, Identity};
-use crate::net::Net;
 
 /// The user name that tells ACR the password is a refresh token.
 pub const NULL_GUID: &str = "00000000-0000-0000-0000-000000000000";
@@ -53,12 +53,14 @@ impl AcrProvider {
         let config = AzureConfig::load(&self.config_path)?;
         let config_path = self.config_path.display().to_string();
         let env = |name: &str| std::env::var(name).ok();
-        let net = Net::from_env()?;
+        // One client for every call of the run; its connections and trust store are set up on
+        // first use, so the passthrough answer loads no certificates.
+        let http = HttpClient::from_env()?;
         let cloud = Cloud::resolve(
             &config.cloud,
             &config.resource_manager_endpoint,
             &env,
-            &net,
+            &http,
             deadline,
         )
         .await?;
@@ -120,11 +122,11 @@ impl AcrProvider {
         // The challenge needs no secret, so it runs alongside the token request; the token only
         // leaves once the realm has passed the check.
         let (entra, exchange_target) = tokio::try_join!(
-            identity::entra_token(&identity, &cloud, scope, &net, budget),
-            exchange::discover(&net, &target.login, &suffixes, deadline),
+            identity::entra_token(&identity, &cloud, scope, &http, budget, deadline),
+            exchange::discover(&http, &target.login, &suffixes, deadline),
         )?;
         let refresh = exchange::exchange(
-            &net,
+            &http,
             &exchange_target,
             &entra,
             identity.exchange_tenant(&config),

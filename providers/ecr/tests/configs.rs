@@ -1,59 +1,59 @@
-//! The example kubelet configs under testdata/configs/ cover every ECR host form, and the
-//! answers of the provider for those hosts carry an auth key the kubelet will use.
+//! The example kubelet configs under testdata/configs/ are valid for the kubelet, cover every ECR
+//! host form, and forward the annotation the provider reads in service-account mode.
 
 use kcp_common::matching::match_image;
+use kcp_common::testkit::configs::example_config;
 
-/// The `matchImages` entries of the first provider of a config file (a minimal reader for our
-/// own fixtures: quoted list items under `matchImages:`).
-fn match_images(file: &str) -> Vec<String> {
-    let path = format!(
-        "{}/../../testdata/configs/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    text.lines()
-        .skip_while(|l| l.trim() != "matchImages:")
-        .skip(1)
-        .take_while(|l| l.trim_start().starts_with("- "))
-        .map(|l| {
-            l.trim_start()
-                .trim_start_matches("- ")
-                .trim_matches('"')
-                .to_owned()
-        })
-        .collect()
-}
+const IMAGES: [&str; 13] = [
+    "123456789012.dkr.ecr.us-west-2.amazonaws.com/app",
+    "123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com/app",
+    "123456789012.dkr-ecr.us-west-2.on.aws/app",
+    "123456789012.dkr-ecr-fips.us-east-1.on.aws/app",
+    "123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn/app",
+    "123456789012.dkr-ecr.cn-north-1.on.amazonwebservices.com.cn/app",
+    "123456789012.dkr.ecr.us-iso-east-1.c2s.ic.gov/app",
+    "123456789012.dkr.ecr.us-isob-east-1.sc2s.sgov.gov/app",
+    "123456789012.dkr.ecr.eu-isoe-west-1.cloud.adc-e.uk/app",
+    "123456789012.dkr.ecr.us-isof-east-1.csp.hci.ic.gov/app",
+    "123456789012.dkr.ecr.eusc-de-east-1.amazonaws.eu/app",
+    "public.ecr.aws/nginx/nginx",
+    "ecr-public.aws.com/nginx/nginx",
+];
 
 #[test]
 fn example_configs_match_every_ecr_host_form() {
-    let images = [
-        "123456789012.dkr.ecr.us-west-2.amazonaws.com/app",
-        "123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com/app",
-        "123456789012.dkr-ecr.us-west-2.on.aws/app",
-        "123456789012.dkr-ecr-fips.us-east-1.on.aws/app",
-        "123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn/app",
-        "123456789012.dkr-ecr.cn-north-1.on.amazonwebservices.com.cn/app",
-        "123456789012.dkr.ecr.us-iso-east-1.c2s.ic.gov/app",
-        "123456789012.dkr.ecr.us-isob-east-1.sc2s.sgov.gov/app",
-        "123456789012.dkr.ecr.eu-isoe-west-1.cloud.adc-e.uk/app",
-        "123456789012.dkr.ecr.us-isof-east-1.csp.hci.ic.gov/app",
-        "123456789012.dkr.ecr.eusc-de-east-1.amazonaws.eu/app",
-        "public.ecr.aws/nginx/nginx",
-        "ecr-public.aws.com/nginx/nginx",
-    ];
     for file in ["ecr.yaml", "ecr-service-account.yaml"] {
-        let patterns = match_images(file);
-        assert_eq!(patterns.len(), 13, "{file}");
-        for image in images {
+        let [p] = example_config(file)
+            .try_into()
+            .unwrap_or_else(|_| panic!("{file}: one provider"));
+        assert_eq!(p.name, "ecr-credential-provider");
+        assert_eq!(p.args, ["get-credentials"]);
+        for image in IMAGES {
             assert!(
-                patterns.iter().any(|p| match_image(p, image)),
+                p.match_images.iter().any(|m| match_image(m, image)),
                 "{file}: no matchImages entry for {image}"
             );
         }
-        // The kubelet matches per label count: a look-alike with extra labels is not sent to us.
-        assert!(!patterns.iter().any(|p| match_image(
-            p,
-            "123456789012.dkr.ecr.us-west-2.amazonaws.com.evil.example/app"
-        )));
+        // The kubelet matches per label count: a look-alike with extra labels is never sent to us.
+        let lookalike = "123456789012.dkr.ecr.us-west-2.amazonaws.com.evil.example/app";
+        assert!(
+            !p.match_images.iter().any(|m| match_image(m, lookalike)),
+            "{file}"
+        );
     }
+}
+
+#[test]
+fn the_service_account_config_forwards_the_role_annotation() {
+    let [p] = example_config("ecr-service-account.yaml")
+        .try_into()
+        .unwrap_or_else(|_| panic!("one provider"));
+    let t = p.token_attributes.clone().expect("tokenAttributes");
+    assert_eq!(
+        t["serviceAccountTokenAudience"].as_str(),
+        Some("sts.amazonaws.com")
+    );
+    // Optional, so pods without a role fall back to the node's credentials.
+    assert_eq!(t["requireServiceAccount"].as_bool(), Some(false));
+    assert_eq!(p.annotation_keys(), ["eks.amazonaws.com/ecr-role-arn"]);
 }
