@@ -514,3 +514,38 @@ fn concurrent_runs_are_independent() {
     }
     assert_eq!(ecr.requests().len(), 8);
 }
+
+#[test]
+fn a_profile_with_credential_process_supplies_credentials() {
+    let ecr = ecr_sequence(vec![ecr_token("AWS:p", None)]);
+    let p = Plugin::new(BIN).env("AWS_EC2_METADATA_DISABLED", "true");
+    let home = p.home().to_path_buf();
+    let script = home.join("creds.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\necho '{\"Version\":1,\"AccessKeyId\":\"AKIDFROMPROCESS\",\"SecretAccessKey\":\"process-secret\"}'\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &script,
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(home.join(".aws")).unwrap();
+    std::fs::write(
+        home.join(".aws/config"),
+        format!(
+            "[profile puller]\ncredential_process = {}\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let ok = private(p.env("AWS_PROFILE", "puller"), &ecr)
+        .request(ApiVersion::V1, PRIVATE_HOST)
+        .accepted();
+    assert_eq!(ok.auth[PRIVATE_HOST].1, "p");
+    assert_eq!(
+        sigv4_scope(&ecr.requests()[0]).unwrap().0,
+        "AKIDFROMPROCESS"
+    );
+}
