@@ -1,6 +1,225 @@
-//! `credential-provider-check`: not built yet (issue 6).
+//! `credential-provider-check`: validates a kubelet `CredentialProviderConfig` and runs its
+//! plugins exactly as the kubelet would, explaining every failure the kubelet hides.
+//!
+//! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules.
+//! - `match --config PATH IMAGE`: which providers the kubelet runs for an image, and why not.
+//! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
+//!
+//! Exit status: 0 yes (valid / a provider matches / usable credentials), 1 no, 2 usage error.
 
-fn main() -> std::process::ExitCode {
-    eprintln!("credential-provider-check is not implemented yet");
-    std::process::ExitCode::from(1)
+mod config;
+mod explain;
+mod report;
+mod run;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use kcp_common::cli::parse_go_duration;
+use kcp_common::duration::GoDuration;
+
+use crate::report::Format;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "credential-provider-check",
+    version,
+    about = "Validate a kubelet CredentialProviderConfig and run its plugins exactly as the kubelet would"
+)]
+struct Cli {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "human", global = true)]
+    output: Format,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode the config strictly and apply every kubelet validation rule.
+    Validate {
+        /// Config file, or (kubelet 1.34+) a directory of .json/.yaml/.yml files.
+        #[arg(long)]
+        config: PathBuf,
+        /// The kubelet's --image-credential-provider-bin-dir: check each binary is there and executable.
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+    },
+    /// Show which providers the kubelet would run for IMAGE, and why each pattern does not match.
+    Match {
+        /// Config file or directory.
+        #[arg(long)]
+        config: PathBuf,
+        /// The image as in a pod spec, e.g. nginx:1.27.
+        image: String,
+    },
+    /// Exec every matching plugin as the kubelet does and judge its answer.
+    Run {
+        /// Config file or directory.
+        #[arg(long)]
+        config: PathBuf,
+        /// The kubelet's --image-credential-provider-bin-dir.
+        #[arg(long)]
+        bin_dir: PathBuf,
+        /// The image as in a pod spec.
+        image: String,
+        /// A file holding the pod's service-account token (sent only to providers with tokenAttributes).
+        #[arg(long)]
+        sa_token: Option<PathBuf>,
+        /// A service-account annotation KEY=VALUE (repeatable).
+        #[arg(long, value_parser = parse_annotation)]
+        sa_annotation: Vec<(String, String)>,
+        /// Show passwords and the token instead of <redacted>.
+        #[arg(long)]
+        show_secrets: bool,
+        /// Kill a plugin after this long (the kubelet's fixed timeout is 60s).
+        #[arg(long, value_parser = parse_go_duration, default_value = "60s")]
+        timeout: GoDuration,
+    },
+}
+
+fn parse_annotation(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .filter(|(k, _)| !k.is_empty())
+        .ok_or_else(|| format!("expected KEY=VALUE, got {text:?}"))
+}
+
+/// Exit status for "no": invalid config, no match, no usable credentials.
+const NO: u8 = 1;
+/// Exit status for a usage error (bad image, unreadable token file); clap uses 2 too.
+const USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match execute(&cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(message) => {
+            eprintln!("credential-provider-check: {message}");
+            ExitCode::from(USAGE)
+        }
+    }
+}
+
+fn emit(format: Format, human: impl FnOnce() -> String, json: impl FnOnce() -> serde_json::Value) {
+    match format {
+        Format::Human => print!("{}", human()),
+        Format::Json => println!("{}", json()),
+    }
+}
+
+/// Loads and validates; on failure prints the report and returns the exit code.
+fn load_valid(
+    format: Format,
+    path: &Path,
+    bin_dir: Option<&Path>,
+    quiet_when_valid: bool,
+) -> Result<config::Config, u8> {
+    let config = match config::load(path) {
+        Ok(config) => config,
+        Err(e) => {
+            emit(
+                format,
+                || report::load_error_human(&e),
+                || report::load_error_json(&e),
+            );
+            return Err(NO);
+        }
+    };
+    let v = validate::validate(&config, bin_dir);
+    if !quiet_when_valid || !v.ok() {
+        emit(
+            format,
+            || report::validation_human(&config, &v),
+            || report::validation_json(&config, &v),
+        );
+    }
+    if v.ok() { Ok(config) } else { Err(NO) }
+}
+
+fn execute(cli: &Cli) -> Result<u8, String> {
+    let format = cli.output;
+    match &cli.command {
+        Command::Validate { config, bin_dir } => Ok(
+            match load_valid(format, config, bin_dir.as_deref(), false) {
+                Ok(_) => 0,
+                Err(code) => code,
+            },
+        ),
+        Command::Match { config, image } => {
+            // `match` explains patterns even when other parts of the config are invalid.
+            let config = match config::load(config) {
+                Ok(c) => c,
+                Err(e) => {
+                    emit(
+                        format,
+                        || report::load_error_human(&e),
+                        || report::load_error_json(&e),
+                    );
+                    return Ok(NO);
+                }
+            };
+            let r = explain::match_providers(&config.providers, image)?;
+            emit(
+                format,
+                || report::match_human(&r),
+                || report::match_json(&r),
+            );
+            Ok(if r.matching().is_empty() { NO } else { 0 })
+        }
+        Command::Run {
+            config,
+            bin_dir,
+            image,
+            sa_token,
+            sa_annotation,
+            show_secrets,
+            timeout,
+        } => {
+            let sa_token = match sa_token {
+                Some(path) => Some(
+                    std::fs::read_to_string(path)
+                        .map_err(|e| format!("reading --sa-token {}: {e}", path.display()))?
+                        .trim()
+                        .to_owned(),
+                ),
+                None => None,
+            };
+            let timeout = timeout
+                .to_std()
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| format!("--timeout must be positive, got {timeout}"))?;
+            let normalized_check = explain::normalize(image)?;
+            let config = match load_valid(format, config, Some(bin_dir), true) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            let r = explain::match_providers(&config.providers, image)?;
+            let opts = run::RunOptions {
+                bin_dir: bin_dir.clone(),
+                sa_token,
+                sa_annotations: sa_annotation.iter().cloned().collect::<BTreeMap<_, _>>(),
+                timeout: timeout.max(Duration::from_millis(1)),
+                show_secrets: *show_secrets,
+            };
+            let runs: Vec<run::ProviderRun> = config
+                .providers
+                .iter()
+                .filter(|p| r.matching().contains(&p.name.as_str()))
+                .map(|p| run::run_provider(p, &normalized_check, &opts))
+                .collect();
+            let usable = runs.iter().any(run::ProviderRun::usable);
+            emit(
+                format,
+                || report::run_human(&r, &runs, usable),
+                || report::run_json(&r, &runs, usable),
+            );
+            Ok(if usable { 0 } else { NO })
+        }
+    }
 }

@@ -97,6 +97,11 @@ struct Cli {
     #[arg(long, value_name = "NAME", default_value = "_token")]
     username: String,
 
+    /// Refuse images whose registry is not one of Google's (gcr.io, *.gcr.io, *.pkg.dev,
+    /// container.cloud.google.com) instead of also offering the token to the image's registry.
+    #[arg(long, env = "GCR_STRICT_HOSTS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
+    strict_hosts: bool,
+
     #[command(flatten)]
     common: CommonArgs,
 
@@ -194,6 +199,7 @@ fn build(cli: Cli) -> Result<(CommonArgs, GcrProvider), String> {
         key_file,
         wif,
         username: cli.username,
+        strict_hosts: cli.strict_hosts,
         cache,
     };
     Ok((cli.common, provider))

@@ -86,6 +86,8 @@ pub struct GcrProvider {
     pub wif: Option<Wif>,
     /// Registry user name for tokens: `_token` or `oauth2accesstoken`.
     pub username: String,
+    /// Refuse images outside [`GOOGLE_REGISTRIES`] before any token is fetched.
+    pub strict_hosts: bool,
     /// Cache answer settings.
     pub cache: CacheSettings,
 }
@@ -142,6 +144,18 @@ impl GcrProvider {
         request: &CredentialProviderRequest,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
+        let registry = request.image_ref.registry();
+        if self.strict_hosts
+            && !GOOGLE_REGISTRIES
+                .iter()
+                .any(|glob| matching::match_image(glob, registry))
+        {
+            bail!(
+                "{registry} is not a Google registry (gcr.io, *.gcr.io, *.pkg.dev, container.cloud.google.com) and \
+                 strict host checking is on (--strict-hosts / GCR_STRICT_HOSTS): refusing to send a Google token to it; \
+                 narrow matchImages or turn strict checking off"
+            );
+        }
         if let Some(wif) = &self.wif {
             let opted_in = request
                 .service_account_annotations

@@ -409,3 +409,35 @@ fn the_token_never_reaches_stderr_even_at_v6() {
     assert!(!stderr.contains(NODE_TOKEN), "{stderr}");
     assert!(!stderr.contains("ya29"), "{stderr}");
 }
+
+#[test]
+fn strict_hosts_refuse_non_google_registries_before_any_token_is_fetched() {
+    let md = node_metadata(r#","expires_in":3599"#);
+    for p in [
+        plugin_with_metadata(&md).args(["--strict-hosts"]),
+        plugin_with_metadata(&md).env("GCR_STRICT_HOSTS", "true"),
+    ] {
+        let line = p
+            .request(ApiVersion::V1, "registry.example.com/team/app")
+            .rejected();
+        assert!(
+            line.contains("registry.example.com is not a Google registry"),
+            "{line}"
+        );
+        // A look-alike with a Google name inside it is not Google either.
+        let line = p
+            .request(ApiVersion::V1, "gcr.io.evil.example/app")
+            .rejected();
+        assert!(line.contains("is not a Google registry"), "{line}");
+    }
+    assert!(
+        md.requests().is_empty(),
+        "no token was fetched for a refused host"
+    );
+    // Google's own registries still work in strict mode.
+    let ok = plugin_with_metadata(&md)
+        .args(["--strict-hosts"])
+        .request(ApiVersion::V1, IMAGE)
+        .accepted();
+    assert!(ok.auth.contains_key("us-docker.pkg.dev"));
+}

@@ -1,0 +1,384 @@
+//! Output: a human-readable report by default, one JSON document with `--output json`.
+//!
+//! Every command builds its result first (config, validate, explain, run modules) and only this
+//! module decides how it looks, so the two formats always say the same thing.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::config::{Config, LoadError};
+use crate::explain::MatchReport;
+use crate::run::{ProviderRun, Verdict};
+use crate::validate::{Finding, Validation};
+
+/// The output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// For people.
+    Human,
+    /// One JSON document, for scripts.
+    Json,
+}
+
+fn findings_json(findings: &[Finding]) -> Value {
+    Value::Array(
+        findings
+            .iter()
+            .map(|f| json!({"provider": f.provider, "message": f.message}))
+            .collect(),
+    )
+}
+
+/// The config part shared by every command.
+pub fn config_json(config: &Config) -> Value {
+    json!({
+        "files": config.files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+        "directory": config.directory,
+        "providers": config.providers.iter().map(|p| json!({
+            "name": p.name,
+            "apiVersion": p.api_version,
+            "matchImages": p.match_images,
+            "defaultCacheDuration": p.default_cache_duration.map(|d| d.to_string()),
+            "tokenAttributes": p.token_attributes.is_some(),
+            "source": p.source.display().to_string(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `validate` as JSON.
+pub fn validation_json(config: &Config, v: &Validation) -> Value {
+    json!({
+        "valid": v.ok(),
+        "config": config_json(config),
+        "kubeletError": v.kubelet_message(),
+        "errors": findings_json(&v.errors),
+        "registrationErrors": findings_json(&v.registration),
+        "warnings": findings_json(&v.warnings),
+        "notes": findings_json(&v.notes),
+    })
+}
+
+/// A config the kubelet cannot read.
+pub fn load_error_json(e: &LoadError) -> Value {
+    json!({
+        "valid": false,
+        "loadError": {
+            "file": e.file.as_ref().map(|f| f.display().to_string()),
+            "message": e.message,
+        },
+        "kubeletError": e.message,
+        "errors": [],
+        "warnings": [],
+    })
+}
+
+/// `validate` for people.
+pub fn validation_human(config: &Config, v: &Validation) -> String {
+    let mut s = String::new();
+    config_header(&mut s, config);
+    for p in &config.providers {
+        let errors = v
+            .errors
+            .iter()
+            .chain(&v.registration)
+            .filter(|f| f.provider.as_deref() == Some(p.name.as_str()))
+            .count();
+        let _ = writeln!(
+            s,
+            "  {} {:?} ({}, {} matchImages, defaultCacheDuration {}){}",
+            if errors == 0 { "ok " } else { "ERR" },
+            p.name,
+            if p.api_version.is_empty() {
+                "no apiVersion"
+            } else {
+                p.api_version.as_str()
+            },
+            p.match_images.len(),
+            p.default_cache_duration
+                .map(|d| d.to_string())
+                .unwrap_or_else(|| "unset".into()),
+            if p.token_attributes.is_some() {
+                ", service-account tokens"
+            } else {
+                ""
+            }
+        );
+    }
+    for f in &v.errors {
+        let _ = writeln!(s, "error: {}", f.message);
+    }
+    for f in &v.registration {
+        let _ = writeln!(s, "error: {}", f.message);
+    }
+    for f in &v.warnings {
+        let _ = writeln!(s, "warning{}: {}", who(f), f.message);
+    }
+    for f in &v.notes {
+        let _ = writeln!(s, "note{}: {}", who(f), f.message);
+    }
+    if let Some(m) = v.kubelet_message() {
+        let _ = writeln!(s, "kubelet would log: {m}");
+    }
+    if v.ok() {
+        let _ = writeln!(s, "result: valid");
+    } else {
+        let _ = writeln!(
+            s,
+            "result: INVALID (the kubelet exits 1: \"Failed to register CRI auth plugins\")"
+        );
+    }
+    s
+}
+
+/// A config the kubelet cannot read, for people.
+pub fn load_error_human(e: &LoadError) -> String {
+    format!(
+        "error: {e}\nresult: INVALID (the kubelet exits 1: \"Failed to register CRI auth plugins\")\n"
+    )
+}
+
+fn who(f: &Finding) -> String {
+    f.provider
+        .as_ref()
+        .map(|p| format!(" [{p}]"))
+        .unwrap_or_default()
+}
+
+fn config_header(s: &mut String, config: &Config) {
+    let files: Vec<String> = config
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let _ = writeln!(
+        s,
+        "config: {} ({} provider{})",
+        files.join(", "),
+        config.providers.len(),
+        if config.providers.len() == 1 { "" } else { "s" }
+    );
+}
+
+/// `match` as JSON.
+pub fn match_json(r: &MatchReport) -> Value {
+    json!({
+        "image": r.image,
+        "normalized": r.normalized,
+        "matching": r.matching(),
+        "providers": r.providers.iter().map(|p| json!({
+            "name": p.name,
+            "matches": p.matches,
+            "patterns": p.patterns.iter().map(|m| json!({
+                "pattern": m.pattern,
+                "matches": m.matches,
+                "reason": m.reason,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `match` for people.
+pub fn match_human(r: &MatchReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "image: {} -> {}", r.image, r.normalized);
+    for p in &r.providers {
+        let _ = writeln!(
+            s,
+            "{} {}",
+            if p.matches { "MATCH   " } else { "no match" },
+            p.name
+        );
+        for m in &p.patterns {
+            match &m.reason {
+                None => {
+                    let _ = writeln!(s, "    + {}", m.pattern);
+                }
+                Some(reason) => {
+                    let _ = writeln!(s, "    - {}: {reason}", m.pattern);
+                }
+            }
+        }
+    }
+    let matching = r.matching();
+    if matching.is_empty() {
+        let _ = writeln!(
+            s,
+            "result: no provider matches; the kubelet runs no plugin for this image"
+        );
+    } else {
+        let _ = writeln!(s, "result: the kubelet runs {}", matching.join(", "));
+    }
+    s
+}
+
+/// `run` as JSON.
+pub fn run_json(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> Value {
+    json!({
+        "image": r.image,
+        "normalized": r.normalized,
+        "usable": usable,
+        "matching": r.matching(),
+        "providers": runs.iter().map(run_one_json).collect::<Vec<_>>(),
+    })
+}
+
+fn run_one_json(run: &ProviderRun) -> Value {
+    let (verdict, skipped) = match &run.verdict {
+        Verdict::Skipped(why) => ("skipped", Some(why.clone())),
+        Verdict::Failed => ("failed", None),
+        Verdict::Accepted => ("accepted", None),
+    };
+    json!({
+        "name": run.name,
+        "verdict": verdict,
+        "skipped": skipped,
+        "usable": run.usable(),
+        "argv": run.argv,
+        "env": run.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+        "request": run.request,
+        "exitCode": run.exit_code,
+        "elapsedMs": u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
+        "stderr": run.stderr,
+        "stdout": run.stdout,
+        "kubeletError": run.kubelet_error,
+        "cause": run.cause,
+        "auth": run.auth.iter().map(|a| json!({
+            "key": a.key,
+            "username": a.username,
+            "password": a.password,
+            "used": a.used,
+            "reason": a.reason,
+        })).collect::<Vec<_>>(),
+        "keysUsed": run.keys_used,
+        "cache": run.cache.as_ref().map(|c| json!({
+            "keyType": c.key_type.as_str(),
+            "key": c.key,
+            "serviceAccountPart": c.service_account_part,
+            "cached": c.duration.is_some(),
+            "duration": c.duration.map(|d| d.to_string()),
+            "durationSource": c.duration_source,
+        })),
+    })
+}
+
+/// `run` for people.
+pub fn run_human(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "image: {} -> {}", r.image, r.normalized);
+    if runs.is_empty() {
+        let _ = writeln!(
+            s,
+            "no provider matches this image (see `match` for why); the kubelet pulls anonymously"
+        );
+    }
+    for run in runs {
+        let _ = writeln!(s, "\n== {} ==", run.name);
+        if let Verdict::Skipped(why) = &run.verdict {
+            let _ = writeln!(s, "not run: {why}");
+            continue;
+        }
+        if !run.argv.is_empty() {
+            let _ = writeln!(s, "exec:    {}", run.argv.join(" "));
+        }
+        for (k, v) in &run.env {
+            let _ = writeln!(s, "env:     {k}={v}");
+        }
+        if !run.request.is_empty() {
+            let _ = writeln!(s, "stdin:   {}", run.request);
+        }
+        let _ = writeln!(
+            s,
+            "exit:    {} after {} ms",
+            run.exit_code
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "none (killed or not started)".into()),
+            run.elapsed.as_millis()
+        );
+        if !run.stderr.is_empty() {
+            let _ = writeln!(s, "stderr (the kubelet drops it on success):");
+            for line in run.stderr.lines() {
+                let _ = writeln!(s, "  | {line}");
+            }
+        }
+        if let Some(error) = &run.kubelet_error {
+            if !run.stdout.is_empty() {
+                let _ = writeln!(s, "stdout:");
+                for line in run.stdout.lines() {
+                    let _ = writeln!(s, "  | {line}");
+                }
+            }
+            let _ = writeln!(s, "FAILED: the kubelet would log: {}", error.trim_end());
+            if let Some(cause) = &run.cause {
+                let _ = writeln!(s, "cause:   {cause}");
+            }
+            let _ = writeln!(
+                s,
+                "effect:  the plugin contributes nothing; the pull goes on with other credentials or anonymously"
+            );
+            continue;
+        }
+        let _ = writeln!(s, "response accepted by the kubelet's strict decoder");
+        for a in &run.auth {
+            let _ = writeln!(
+                s,
+                "  auth {} {:?}: username {:?}, password {}{}",
+                if a.used { "USED  " } else { "unused" },
+                a.key,
+                a.username,
+                a.password,
+                a.reason
+                    .as_ref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default()
+            );
+        }
+        if run.auth.is_empty() {
+            let _ = writeln!(s, "  no auth entries: no credentials from this plugin");
+        }
+        if let Some(c) = &run.cache {
+            let sa = c
+                .service_account_part
+                .as_ref()
+                .map(|p| format!(" + {p}"))
+                .unwrap_or_default();
+            match c.duration {
+                Some(d) => {
+                    let _ = writeln!(
+                        s,
+                        "cache:   {} key {:?}{sa}, kept {d} (from {})",
+                        c.key_type.as_str(),
+                        c.key,
+                        c.duration_source
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "cache:   not cached ({} is 0s); the plugin runs on every pull",
+                        c.duration_source
+                    );
+                }
+            }
+        }
+        let _ = writeln!(
+            s,
+            "{}",
+            if run.usable() {
+                "credentials: usable for this image"
+            } else {
+                "credentials: NONE apply to this image"
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nresult: {}",
+        if usable {
+            "the kubelet would have credentials for this image"
+        } else {
+            "the kubelet would pull WITHOUT credentials from the plugins"
+        }
+    );
+    s
+}

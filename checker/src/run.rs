@@ -1,0 +1,415 @@
+//! `run`: exec every matching provider exactly as the kubelet would and judge the answer as the
+//! kubelet's strict decoder does (kubelet-contract.md §3 exec, §4.3 checks, §5 keyring, §7 cache,
+//! §8 service-account tokens).
+//!
+//! The exec itself and the decode are `kcp_common::kubelet`'s; this module decides what the
+//! kubelet would send (token and annotations only for providers with `tokenAttributes`), names
+//! the kubelet's error for a failure, and works out the cache entry it would keep.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kcp_common::duration::GoDuration;
+use kcp_common::kubelet::{DecodeContext, DecodeError, PluginExec, decode_response};
+use kcp_common::matching::{explain, normalize_auth_key};
+use kcp_common::protocol::{ApiVersion, CacheKeyType, encode_request};
+
+use crate::config::Provider;
+
+/// What stands in for a secret in output.
+pub const REDACTED: &str = "<redacted>";
+
+/// What the pod pulling the image looks like, and how to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// `--image-credential-provider-bin-dir`.
+    pub bin_dir: PathBuf,
+    /// The pod's service-account token (`--sa-token`), if any.
+    pub sa_token: Option<String>,
+    /// The service account's annotations (`--sa-annotation`).
+    pub sa_annotations: BTreeMap<String, String>,
+    /// Kill timeout (the kubelet's is 60 s).
+    pub timeout: Duration,
+    /// Show passwords and tokens.
+    pub show_secrets: bool,
+}
+
+/// How one provider's run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// The kubelet would not exec it (token mode preconditions); `String` says why.
+    Skipped(String),
+    /// The kubelet would log this error and use nothing from the plugin.
+    Failed,
+    /// Accepted; credentials may or may not apply to the image.
+    Accepted,
+}
+
+/// One `auth` entry of an accepted response.
+#[derive(Debug, Clone)]
+pub struct AuthEntry {
+    /// The key as the plugin sent it.
+    pub key: String,
+    /// The username.
+    pub username: String,
+    /// The password, or [`REDACTED`].
+    pub password: String,
+    /// Whether the kubelet's keyring would use it for this image.
+    pub used: bool,
+    /// Why not, when unused.
+    pub reason: Option<String>,
+}
+
+/// The cache entry the kubelet would keep.
+#[derive(Debug, Clone)]
+pub struct CacheEntry {
+    /// `Image`, `Registry` or `Global`.
+    pub key_type: CacheKeyType,
+    /// The base key (`<global>` for Global).
+    pub key: String,
+    /// What else the key holds in token mode.
+    pub service_account_part: Option<String>,
+    /// The duration applied, `None` when not cached.
+    pub duration: Option<GoDuration>,
+    /// `"response"` or `"defaultCacheDuration"`.
+    pub duration_source: &'static str,
+}
+
+/// One provider's run.
+#[derive(Debug, Clone)]
+pub struct ProviderRun {
+    /// The provider's name.
+    pub name: String,
+    /// How it ended.
+    pub verdict: Verdict,
+    /// argv as executed.
+    pub argv: Vec<String>,
+    /// The config's env, as in the config file.
+    pub env: Vec<(String, String)>,
+    /// The request written to stdin (token redacted unless `--show-secrets`).
+    pub request: String,
+    /// Exit code, when it exited.
+    pub exit_code: Option<i32>,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// stderr, which the kubelet drops on success.
+    pub stderr: String,
+    /// stdout with passwords redacted unless `--show-secrets`.
+    pub stdout: String,
+    /// The kubelet's error message on failure.
+    pub kubelet_error: Option<String>,
+    /// The real cause the kubelet hides.
+    pub cause: Option<String>,
+    /// Auth entries of an accepted response.
+    pub auth: Vec<AuthEntry>,
+    /// Keys the keyring would use, in the order the runtime tries them.
+    pub keys_used: Vec<String>,
+    /// The cache entry of an accepted response.
+    pub cache: Option<CacheEntry>,
+}
+
+impl ProviderRun {
+    /// True when the kubelet ends up with credentials for the image from this provider.
+    pub fn usable(&self) -> bool {
+        self.verdict == Verdict::Accepted && !self.keys_used.is_empty()
+    }
+
+    fn new(name: &str) -> Self {
+        ProviderRun {
+            name: name.to_owned(),
+            verdict: Verdict::Failed,
+            argv: Vec::new(),
+            env: Vec::new(),
+            request: String::new(),
+            exit_code: None,
+            elapsed: Duration::ZERO,
+            stderr: String::new(),
+            stdout: String::new(),
+            kubelet_error: None,
+            cause: None,
+            auth: Vec::new(),
+            keys_used: Vec::new(),
+            cache: None,
+        }
+    }
+}
+
+/// Runs one provider for the (normalised) `image`.
+pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun {
+    let mut out = ProviderRun::new(&p.name);
+    let Ok(api_version) = p.api_version.parse::<ApiVersion>() else {
+        out.kubelet_error = Some(format!("invalid apiVersion: {:?}", p.api_version));
+        return out;
+    };
+    let path = opts.bin_dir.join(&p.name);
+    out.argv = std::iter::once(path.display().to_string())
+        .chain(p.args.iter().cloned())
+        .collect();
+    out.env = p.env.iter().cloned().collect();
+
+    // Token mode (KEP-4412, §8.2): what the kubelet sends, or why it does not run the plugin.
+    let mut token: Option<&str> = None;
+    let mut annotations = BTreeMap::new();
+    let mut cache_type_token = false;
+    if let Some(ta) = &p.token_attributes {
+        cache_type_token = ta.cache_type == "Token";
+        match opts.sa_token.as_deref() {
+            None if ta.require_service_account == Some(true) => {
+                out.verdict = Verdict::Skipped(
+                    "requireServiceAccount is true and no --sa-token was given: the kubelet does not run this plugin for a pod without a service account".into(),
+                );
+                return out;
+            }
+            None => {}
+            Some(t) => {
+                if let Some(missing) = ta
+                    .required_keys
+                    .iter()
+                    .find(|k| !opts.sa_annotations.contains_key(*k))
+                {
+                    out.verdict = Verdict::Skipped(format!(
+                        "the service account lacks the required annotation {missing:?}: the kubelet does not run this plugin"
+                    ));
+                    return out;
+                }
+                for key in ta.required_keys.iter().chain(&ta.optional_keys) {
+                    if let Some(value) = opts.sa_annotations.get(key) {
+                        annotations.insert(key.clone(), value.clone());
+                    }
+                }
+                token = Some(t);
+            }
+        }
+    }
+    let request = encode_request(api_version, image, token, &annotations);
+    let shown_token = token.map(|t| secret(t, opts.show_secrets));
+    out.request = String::from_utf8_lossy(&encode_request(
+        api_version,
+        image,
+        shown_token.as_deref(),
+        &annotations,
+    ))
+    .trim_end()
+    .to_owned();
+
+    let mut exec = PluginExec::new(&path);
+    exec.args = p.args.clone();
+    exec.env = p.env.clone();
+    exec.timeout = opts.timeout;
+    let outcome = exec.run(&request);
+    out.exit_code = outcome.exit_code;
+    out.elapsed = outcome.elapsed;
+    out.stderr = outcome.stderr_text();
+    let stdout = outcome.stdout_text();
+    out.stdout = if opts.show_secrets {
+        stdout
+    } else {
+        redact_passwords(&stdout)
+    };
+
+    if outcome.pipes_held_open {
+        out.kubelet_error = Some(format!(
+            "none: the kubelet would block on this pull: {} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout",
+            p.name
+        ));
+        out.cause = Some(
+            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)".into(),
+        );
+        return out;
+    }
+    if let Some(error) = outcome.kubelet_exec_error(&p.name, image) {
+        out.kubelet_error = Some(error);
+        out.cause = Some(if outcome.timed_out {
+            format!(
+                "no answer within {}; the kubelet kills plugins after 60s",
+                GoDuration::from_std(opts.timeout)
+            )
+        } else if let Some(e) = &outcome.start_error {
+            format!("the plugin could not be started: {e}")
+        } else {
+            "the plugin failed; its stderr is quoted at the end of the kubelet's message".into()
+        });
+        return out;
+    }
+    let ctx = DecodeContext {
+        expected: api_version,
+        image,
+        service_account_token: token,
+        cache_type_token,
+    };
+    match decode_response(&outcome.stdout, ctx) {
+        Err(e) => {
+            out.kubelet_error = Some(e.kubelet_message());
+            out.cause = Some(match &e {
+                DecodeError::Strict(cause) => cause.clone(),
+                other => other.to_string(),
+            });
+        }
+        Ok(accepted) => {
+            out.verdict = Verdict::Accepted;
+            out.keys_used = accepted
+                .keys_for_image(image)
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            out.auth = accepted
+                .auth
+                .iter()
+                .map(|(key, (user, pass))| {
+                    let used = out.keys_used.contains(key);
+                    let reason = (!used).then(|| match normalize_auth_key(key) {
+                        Err(e) => format!(
+                            "the kubelet drops it: Entry {key:?} in dockercfg invalid ({e}), ignoring"
+                        ),
+                        Ok(_) => explain(key, image).to_string(),
+                    });
+                    AuthEntry {
+                        key: key.clone(),
+                        username: user.clone(),
+                        password: secret(pass, opts.show_secrets),
+                        used,
+                        reason,
+                    }
+                })
+                .collect();
+            out.cache = Some(cache_entry(
+                p,
+                image,
+                accepted.cache_key_type,
+                accepted.cache_duration,
+            ));
+        }
+    }
+    out
+}
+
+/// The kubelet's cache decision (§7): the response's duration wins; absent means the default;
+/// zero means not stored.
+fn cache_entry(
+    p: &Provider,
+    image: &str,
+    key_type: CacheKeyType,
+    from_response: Option<GoDuration>,
+) -> CacheEntry {
+    let key = match key_type {
+        CacheKeyType::Image => image.to_owned(),
+        CacheKeyType::Registry => image.split('/').next().unwrap_or(image).to_owned(),
+        CacheKeyType::Global => "<global>".to_owned(),
+    };
+    let (duration, source) = match from_response {
+        Some(d) => (d, "response"),
+        None => (
+            p.default_cache_duration.unwrap_or(GoDuration::ZERO),
+            "defaultCacheDuration",
+        ),
+    };
+    let service_account_part = p.token_attributes.as_ref().map(|ta| {
+        if ta.cache_type == "Token" {
+            "service account namespace/name/UID, annotations and the token's SHA-256 (cacheType: Token)".to_owned()
+        } else {
+            "service account namespace/name/UID and annotations (cacheType: ServiceAccount)"
+                .to_owned()
+        }
+    });
+    CacheEntry {
+        key_type,
+        key,
+        service_account_part,
+        duration: (!duration.is_zero()).then_some(duration),
+        duration_source: source,
+    }
+}
+
+fn secret(value: &str, show: bool) -> String {
+    if show {
+        value.to_owned()
+    } else {
+        REDACTED.to_owned()
+    }
+}
+
+/// Replaces the value of every `"password": "…"` in `text` (valid JSON or not) with
+/// [`REDACTED`], so a plugin's stdout can be shown without leaking credentials.
+pub fn redact_passwords(text: &str) -> String {
+    const NEEDLE: &str = "\"password\"";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(NEEDLE) {
+        let (head, tail) = rest.split_at(at + NEEDLE.len());
+        out.push_str(head);
+        let after_ws = tail.trim_start();
+        let Some(after_colon) = after_ws.strip_prefix(':') else {
+            rest = tail;
+            continue;
+        };
+        let value = after_colon.trim_start();
+        let Some(inner) = value.strip_prefix('"') else {
+            rest = tail;
+            continue;
+        };
+        // Find the closing quote, skipping escaped characters.
+        let mut end = None;
+        let mut escaped = false;
+        for (i, c) in inner.char_indices() {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => {
+                    end = Some(i);
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out.push_str(&tail[..tail.len() - value.len()]);
+        out.push('"');
+        out.push_str(REDACTED);
+        match end {
+            Some(i) => {
+                out.push('"');
+                rest = &inner[i + 1..];
+            }
+            None => rest = "",
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_in_any_text() {
+        assert_eq!(
+            redact_passwords(r#"x {"a":{"username":"u","password" : "s\"ecret"}} y"#),
+            r#"x {"a":{"username":"u","password" : "<redacted>"}} y"#
+        );
+        assert_eq!(redact_passwords("no secrets"), "no secrets");
+        assert_eq!(
+            redact_passwords(r#""password":"unterminated"#),
+            r#""password":"<redacted>"#
+        );
+    }
+
+    #[test]
+    fn cache_entry_follows_the_kubelet_table() {
+        let mut p = Provider {
+            default_cache_duration: Some(GoDuration::from_secs(600)),
+            ..Provider::default()
+        };
+        let e = cache_entry(&p, "reg.io:5000/a/b", CacheKeyType::Registry, None);
+        assert_eq!(e.key, "reg.io:5000");
+        assert_eq!(e.duration, Some(GoDuration::from_secs(600)));
+        assert_eq!(e.duration_source, "defaultCacheDuration");
+        let e = cache_entry(&p, "a.io/b", CacheKeyType::Global, Some(GoDuration::ZERO));
+        assert_eq!((e.key.as_str(), e.duration), ("<global>", None));
+        p.default_cache_duration = Some(GoDuration::ZERO);
+        assert_eq!(
+            cache_entry(&p, "a.io/b", CacheKeyType::Image, None).duration,
+            None
+        );
+    }
+}

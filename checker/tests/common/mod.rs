@@ -1,0 +1,87 @@
+//! Shared helpers: run the checker binary and read its JSON report.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// What one checker run produced.
+pub struct Run {
+    /// Exit code.
+    pub code: i32,
+    /// stdout.
+    pub stdout: String,
+    /// stderr.
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout parsed as the one JSON document `--output json` promises.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {}", self.stdout))
+    }
+}
+
+/// Runs `credential-provider-check` with `args`.
+pub fn check<I, S>(args: I) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let out = Command::new(env!("CARGO_BIN_EXE_credential-provider-check"))
+        .args(args)
+        .output()
+        .expect("running the checker");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `testdata/configs` of the workspace.
+pub fn configs_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/configs")
+}
+
+/// `validate --output json --config PATH`.
+pub fn validate(path: &Path) -> Run {
+    check([
+        "validate".as_ref(),
+        "--output".as_ref(),
+        "json".as_ref(),
+        "--config".as_ref(),
+        path.as_os_str(),
+    ])
+}
+
+/// Error messages of a validate JSON report.
+pub fn messages(report: &Value, field: &str) -> Vec<String> {
+    report[field]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["message"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A v1 config with `providers` (YAML list items, already indented by two spaces).
+pub fn v1_config(providers: &str) -> String {
+    format!(
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n{providers}"
+    )
+}
+
+/// Writes an executable shell script.
+pub fn write_script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).expect("writing script");
+    let mut perm = std::fs::metadata(path).expect("stat").permissions();
+    perm.set_mode(0o755);
+    std::fs::set_permissions(path, perm).expect("chmod");
+}
