@@ -44,8 +44,7 @@ fn token_attrs(body: &str) -> String {
     format!("    tokenAttributes:\n{body}")
 }
 
-const TA_OK: &str =
-    "      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n      cacheType: Token\n";
+const TA_OK: &str = "      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n      cacheType: Token\n";
 
 #[test]
 fn rule_01_providers_required() {
@@ -86,7 +85,11 @@ fn rules_07_08_api_version() {
         "providers.apiVersion: Required value",
     );
     assert_only_error(
-        &v1_config(&provider("p", "credentialprovider.kubelet.k8s.io/v1alpha0", "")),
+        &v1_config(&provider(
+            "p",
+            "credentialprovider.kubelet.k8s.io/v1alpha0",
+            "",
+        )),
         "providers.apiVersion: Unsupported value: \"credentialprovider.kubelet.k8s.io/v1alpha0\": supported values: \"credentialprovider.kubelet.k8s.io/v1\", \"credentialprovider.kubelet.k8s.io/v1alpha1\", \"credentialprovider.kubelet.k8s.io/v1beta1\"",
     );
 }
@@ -126,8 +129,7 @@ fn rules_11_12_default_cache_duration() {
 fn rule_13_gate_is_reported_as_a_note() {
     // The gate cannot be read from a config; the checker assumes it on (1.34+ default) and
     // says what the kubelet would print with it off.
-    let (code, errors, report) =
-        errors_of(&v1_config(&provider("p", V1, &token_attrs(TA_OK))));
+    let (code, errors, report) = errors_of(&v1_config(&provider("p", V1, &token_attrs(TA_OK))));
     assert!(errors.is_empty(), "{report}");
     assert_eq!(code, 0);
     assert!(messages(&report, "notes").iter().any(|n| n.contains(
@@ -173,7 +175,9 @@ fn rule_17_required_keys_need_require_service_account() {
         &v1_config(&provider(
             "p",
             V1,
-            &token_attrs("      serviceAccountTokenAudience: aud\n      requireServiceAccount: false\n      cacheType: Token\n      requiredServiceAccountAnnotationKeys: [domain.io/id]\n"),
+            &token_attrs(
+                "      serviceAccountTokenAudience: aud\n      requireServiceAccount: false\n      cacheType: Token\n      requiredServiceAccountAnnotationKeys: [domain.io/id]\n",
+            ),
         )),
         "providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set",
     );
@@ -191,7 +195,9 @@ fn rule_18_keys_are_qualified_names() {
                 V1,
                 &token_attrs(&format!("{TA_OK}      {list}: [cantendwithadash-]\n")),
             )),
-            &format!("providers.tokenAttributes.{list}: Invalid value: \"cantendwithadash-\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"),
+            &format!(
+                "providers.tokenAttributes.{list}: Invalid value: \"cantendwithadash-\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+            ),
         );
     }
     // Checked lower-cased: an upper-case prefix is fine.
@@ -211,7 +217,9 @@ fn rule_19_no_duplicate_keys() {
         &v1_config(&provider(
             "p",
             V1,
-            &token_attrs(&format!("{TA_OK}      requiredServiceAccountAnnotationKeys: [now-with-dashes/simple, now-with-dashes/simple]\n")),
+            &token_attrs(&format!(
+                "{TA_OK}      requiredServiceAccountAnnotationKeys: [now-with-dashes/simple, now-with-dashes/simple]\n"
+            )),
         )),
         "providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Duplicate value: \"now-with-dashes/simple\"",
     );
@@ -223,7 +231,9 @@ fn rule_20_required_and_optional_are_disjoint() {
         &v1_config(&provider(
             "p",
             V1,
-            &token_attrs(&format!("{TA_OK}      requiredServiceAccountAnnotationKeys: [now-with-dashes/simple-1, now-with-dashes/simple-2]\n      optionalServiceAccountAnnotationKeys: [now-with-dashes/simple-2]\n")),
+            &token_attrs(&format!(
+                "{TA_OK}      requiredServiceAccountAnnotationKeys: [now-with-dashes/simple-1, now-with-dashes/simple-2]\n      optionalServiceAccountAnnotationKeys: [now-with-dashes/simple-2]\n"
+            )),
         )),
         "providers.tokenAttributes: Invalid value: []string{\"now-with-dashes/simple-2\"}: annotation keys cannot be both required and optional",
     );
@@ -235,7 +245,9 @@ fn rules_21_22_cache_type() {
         &v1_config(&provider(
             "p",
             V1,
-            &token_attrs("      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n"),
+            &token_attrs(
+                "      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n",
+            ),
         )),
         "providers.tokenAttributes.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token",
     );
@@ -243,7 +255,9 @@ fn rules_21_22_cache_type() {
         &v1_config(&provider(
             "p",
             V1,
-            &token_attrs("      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n      cacheType: invalid-cache-type\n"),
+            &token_attrs(
+                "      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n      cacheType: invalid-cache-type\n",
+            ),
         )),
         "providers.tokenAttributes.cacheType: Unsupported value: \"invalid-cache-type\": supported values: \"ServiceAccount\", \"Token\"",
     );
@@ -251,15 +265,17 @@ fn rules_21_22_cache_type() {
     let (_, errors, _) = errors_of(&v1_config(&provider(
         "p",
         V1,
-        &token_attrs("      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n      cacheType: token\n"),
+        &token_attrs(
+            "      serviceAccountTokenAudience: aud\n      requireServiceAccount: true\n      cacheType: token\n",
+        ),
     )));
     assert_eq!(errors.len(), 1);
 }
 
 #[test]
 fn several_errors_are_aggregated_in_order_and_deduplicated() {
-    let providers = provider("a b", "", "    defaultCacheDuration: null\n")
-        + &provider("c d", "", "");
+    let providers =
+        provider("a b", "", "    defaultCacheDuration: null\n") + &provider("c d", "", "");
     let (code, _, report) = errors_of(&v1_config(&providers));
     assert_eq!(code, 1);
     assert_eq!(
@@ -275,7 +291,11 @@ fn bin_dir_checks_follow_kubelet_registration() {
     let cfg = dir.path().join("c.yaml");
     std::fs::write(
         &cfg,
-        v1_config(&(provider("present", V1, "") + &provider("missing", V1, "") + &provider("noexec", V1, ""))),
+        v1_config(
+            &(provider("present", V1, "")
+                + &provider("missing", V1, "")
+                + &provider("noexec", V1, "")),
+        ),
     )
     .unwrap();
     let bin = dir.path().join("bin");
@@ -297,9 +317,15 @@ fn bin_dir_checks_follow_kubelet_registration() {
     assert_eq!(reg.len(), 2, "{reg:?}");
     assert_eq!(
         reg[0],
-        format!("plugin binary executable {} did not exist", bin.join("missing").display())
+        format!(
+            "plugin binary executable {} did not exist",
+            bin.join("missing").display()
+        )
     );
-    assert!(reg[1].starts_with("error inspecting binary executable") && reg[1].contains("permission denied"));
+    assert!(
+        reg[1].starts_with("error inspecting binary executable")
+            && reg[1].contains("permission denied")
+    );
     let gone = dir.path().join("nope");
     let run = common::check([
         "validate".as_ref(),
@@ -309,5 +335,8 @@ fn bin_dir_checks_follow_kubelet_registration() {
         gone.as_os_str(),
     ]);
     assert_eq!(run.code, 1);
-    assert!(run.stdout.contains(&format!("plugin binary directory {} did not exist", gone.display())));
+    assert!(run.stdout.contains(&format!(
+        "plugin binary directory {} did not exist",
+        gone.display()
+    )));
 }

@@ -37,13 +37,26 @@ pub fn retry_on_429() -> aws_smithy_runtime::client::retries::classifiers::HttpS
     )
 }
 
-/// Whether the environment overrides endpoints for `service_env` (e.g. `ECR`), in which case FIPS
-/// and dual-stack must not be set: the SDK refuses a custom endpoint combined with either.
-pub fn endpoint_overridden(service_env: &str) -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+/// The endpoint the environment sets for `service_env` (e.g. `ECR`), if any: the service's own
+/// variable first, then the global one. While one is set, FIPS and dual-stack must stay off: the
+/// SDK refuses a custom endpoint combined with either.
+pub fn endpoint_override(service_env: &str) -> Option<(String, String)> {
     let ignored = std::env::var("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")
         .is_ok_and(|v| v.eq_ignore_ascii_case("true"));
-    !ignored && (set(&format!("AWS_ENDPOINT_URL_{service_env}")) || set("AWS_ENDPOINT_URL"))
+    if ignored {
+        return None;
+    }
+    [
+        format!("AWS_ENDPOINT_URL_{service_env}"),
+        "AWS_ENDPOINT_URL".to_owned(),
+    ]
+    .into_iter()
+    .find_map(|name| {
+        std::env::var(&name)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| (name, v))
+    })
 }
 
 /// Loads the SDK configuration: the default credential chain, region as given or from the chain
@@ -84,7 +97,7 @@ pub async fn load(
     if let Some(region) = &endpoints.region {
         loader = loader.region(Region::new(region.clone()));
     }
-    if !endpoint_overridden(service_env) {
+    if endpoint_override(service_env).is_none() {
         // Only ever switch these on: AWS_USE_FIPS_ENDPOINT=true from the environment must survive.
         if endpoints.fips {
             loader = loader.use_fips(true);

@@ -286,8 +286,15 @@ fn endpoint_description(
     endpoints: &Endpoints,
     service_env: &str,
 ) -> String {
-    if aws::endpoint_overridden(service_env) {
-        return format!("from AWS_ENDPOINT_URL_{service_env}/AWS_ENDPOINT_URL");
+    if let Some((variable, url)) = aws::endpoint_override(service_env) {
+        // Only the host: a URL could carry credentials in its user-info.
+        let host = reqwest::Url::parse(&url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        return format!(
+            "{} (from {variable})",
+            host.unwrap_or_else(|| "an unparsable URL".to_owned())
+        );
     }
     crate::endpoint::resolve(kind, region, endpoints.fips, endpoints.dual_stack)
         .unwrap_or_else(|e| format!("unresolved ({e})"))

@@ -414,6 +414,10 @@ fn permanent_failures_name_region_endpoint_and_credentials() {
                 && line.contains("credentials: environment variables"),
             "{line}"
         );
+        assert!(
+            line.contains("endpoint 127.0.0.1 (from AWS_ENDPOINT_URL_ECR)"),
+            "{line}"
+        );
     }
 }
 
