@@ -146,10 +146,10 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.argv = std::iter::once(path.display().to_string())
         .chain(p.args.iter().cloned())
         .collect();
-    out.env = p.env.iter().cloned().collect();
+    out.env = p.env.clone();
 
     // Token mode (KEP-4412, §8.2): what the kubelet sends, or why it does not run the plugin.
-    let mut token: Option<&str> = None;
+    let mut token: Option<&str> = opts.sa_token.as_deref();
     let mut annotations = BTreeMap::new();
     let mut cache_type_token = false;
     if let Some(ta) = &p.token_attributes {

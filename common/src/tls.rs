@@ -127,10 +127,12 @@ pub fn load_roots_from(
     (roots, report)
 }
 
-/// A rustls client configuration with the ring provider and [`load_roots`].
+/// A rustls client configuration with the ring provider and [`load_roots`]. The trust store is
+/// read once per process, however many clients are built from it.
 pub fn client_config() -> Result<rustls::ClientConfig, rustls::Error> {
+    static ROOTS: std::sync::OnceLock<Arc<RootCertStore>> = std::sync::OnceLock::new();
+    let roots = ROOTS.get_or_init(|| Arc::new(load_roots().0)).clone();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let (roots, _) = load_roots();
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .with_root_certificates(roots)

@@ -31,8 +31,18 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
+    check_env(args, &[])
+}
+
+/// Runs `credential-provider-check` with `args` and extra environment variables.
+pub fn check_env<I, S>(args: I, env: &[(&str, &str)]) -> Run
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
     let out = Command::new(env!("CARGO_BIN_EXE_credential-provider-check"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("running the checker");
     Run {
