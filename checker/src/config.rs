@@ -346,7 +346,7 @@ impl Walk {
             "env",
         ];
         // tokenAttributes exists only in the v1 config types (KEP-4412).
-        if self.version != ConfigVersion::V1alpha1 {
+        if self.version == ConfigVersion::V1 {
             known.push("tokenAttributes");
         }
         let prefix = format!("providers[{index}].");

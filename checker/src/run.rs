@@ -149,7 +149,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.env = p.env.clone();
 
     // Token mode (KEP-4412, §8.2): what the kubelet sends, or why it does not run the plugin.
-    let mut token: Option<&str> = opts.sa_token.as_deref();
+    let mut token: Option<&str> = None;
     let mut annotations = BTreeMap::new();
     let mut cache_type_token = false;
     if let Some(ta) = &p.token_attributes {
@@ -241,9 +241,14 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     match decode_response(&outcome.stdout, ctx) {
         Err(e) => {
             out.kubelet_error = Some(e.kubelet_message());
+            // The kubelet hides only the strict-decoding cause; for the other failures its
+            // message already is the cause, so say how to fix it instead.
             out.cause = Some(match &e {
                 DecodeError::Strict(cause) => cause.clone(),
-                other => other.to_string(),
+                DecodeError::Gvk(_) => "stdout must hold exactly one JSON document (whitespace around it only); log lines belong on stderr".into(),
+                DecodeError::ApiVersionMismatch { .. } => "the plugin must answer in exactly the apiVersion the config names for it (no negotiation)".into(),
+                DecodeError::TokenEcho(_) => "set tokenAttributes.cacheType: Token, or return a credential other than the service-account token".into(),
+                DecodeError::InvalidCacheKeyType(_) => "cacheKeyType must be Image, Registry or Global (case-sensitive)".into(),
             });
         }
         Ok(accepted) => {

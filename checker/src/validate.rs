@@ -66,7 +66,7 @@ fn aggregate(errors: &[Finding]) -> Option<String> {
     let body = match unique.as_slice() {
         [] => return None,
         [one] => (*one).to_owned(),
-        many => many.join(", "),
+        many => format!("[{}]", many.join(", ")),
     };
     Some(format!(
         "failed to validate credential provider config: {body}"
