@@ -1,0 +1,166 @@
+//! `run` against this workspace's own providers, each pointed at a local fake the way a user would
+//! point it (endpoint and metadata variables in the config's `env`), as the kubelet would run them.
+//!
+//! The provider binaries are the siblings of the checker in the target directory: `cargo test
+//! --workspace` (what `scripts/test` runs) builds every binary of the workspace before any test.
+
+mod common;
+
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+
+use common::check;
+use kcp_common::testkit::TempDir;
+use kcp_common::testkit::fake::{FakeResponse, FakeServer};
+
+/// A bin dir holding links to the workspace's provider binaries.
+fn bin_dir(dir: &TempDir) -> PathBuf {
+    let target = Path::new(env!("CARGO_BIN_EXE_credential-provider-check"))
+        .parent()
+        .expect("the checker lives in a directory")
+        .to_path_buf();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for name in [
+        "static-credential-provider",
+        "ecr-credential-provider",
+        "gcr-credential-provider",
+        "acr-credential-provider",
+    ] {
+        let built = target.join(name);
+        assert!(
+            built.is_file(),
+            "{} is missing: build the whole workspace first (cargo test --workspace, as scripts/test does)",
+            built.display()
+        );
+        symlink(&built, bin.join(name)).unwrap();
+    }
+    bin
+}
+
+fn usable(run: &common::Run) {
+    assert_eq!(
+        run.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stdout
+            .contains("the kubelet would have credentials for this image"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("<redacted>"),
+        "passwords are redacted: {}",
+        run.stdout
+    );
+}
+
+#[test]
+fn runs_each_of_our_providers_as_the_kubelet_would() {
+    let dir = TempDir::new("check-providers");
+    let bin = bin_dir(&dir);
+    let ecr = FakeServer::start(|_| {
+        FakeResponse::json(
+            r#"{"authorizationData":[{"authorizationToken":"QVdTOmVjci1zZWNyZXQtcGFzc3dvcmQ="}]}"#,
+        )
+        .header("content-type", "application/x-amz-json-1.1")
+    });
+    let metadata = FakeServer::start(|r| match r.header("metadata-flavor") {
+        Some("Google") => FakeResponse::json(
+            r#"{"access_token":"ya29.gcr-secret-token","expires_in":3599,"token_type":"Bearer"}"#,
+        )
+        .header("metadata-flavor", "Google"),
+        _ => FakeResponse::new(403, "Missing Metadata-Flavor:Google header."),
+    });
+    let password = dir.path().join("password");
+    std::fs::write(&password, "static-secret-password\n").unwrap();
+    let azure = dir.path().join("azure.json");
+    std::fs::write(
+        &azure,
+        r#"{"tenantId":"t","aadClientId":"sp-client","aadClientSecret":"acr-secret-value"}"#,
+    )
+    .unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            r#"apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: static-credential-provider
+    matchImages: ["harbor.example.com"]
+    defaultCacheDuration: "1h"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1beta1
+    args: ["--registry=harbor.example.com", "--username=robot", "--password-file={password}"]
+  - name: ecr-credential-provider
+    matchImages: ["*.dkr.ecr.*.amazonaws.com"]
+    defaultCacheDuration: "12h"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args: [get-credentials]
+    env:
+      - {{name: AWS_ACCESS_KEY_ID, value: AKIDCHECK}}
+      - {{name: AWS_SECRET_ACCESS_KEY, value: check-secret-key}}
+      - {{name: AWS_EC2_METADATA_DISABLED, value: "true"}}
+      - {{name: AWS_ENDPOINT_URL_ECR, value: "{ecr}"}}
+  - name: gcr-credential-provider
+    matchImages: ["*.pkg.dev"]
+    defaultCacheDuration: "1m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1alpha1
+    args: [get-credentials]
+    env:
+      - {{name: GCE_METADATA_HOST, value: "{metadata}"}}
+  - name: acr-credential-provider
+    matchImages: ["*.azurecr.io"]
+    defaultCacheDuration: "10m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args: ["{azure}", "--service-principal-passthrough"]
+"#,
+            password = password.display(),
+            ecr = ecr.url(),
+            metadata = metadata.addr(),
+            azure = azure.display(),
+        ),
+    )
+    .unwrap();
+    for image in [
+        "harbor.example.com/team/app:1.0",
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/app",
+        "us-docker.pkg.dev/project/repo/app",
+        "myreg.azurecr.io/app",
+    ] {
+        let run = check([
+            "run",
+            "--config",
+            &config.display().to_string(),
+            "--bin-dir",
+            &bin.display().to_string(),
+            image,
+        ]);
+        usable(&run);
+        for secret in [
+            "static-secret-password",
+            "ecr-secret-password",
+            "ya29.gcr-secret-token",
+            "acr-secret-value",
+        ] {
+            assert!(
+                !run.stdout.contains(secret) && !run.stderr.contains(secret),
+                "{secret} shown for {image}"
+            );
+        }
+    }
+    assert_eq!(ecr.requests().len(), 1);
+    assert_eq!(metadata.requests().len(), 1);
+    // A registry no provider answers for: the kubelet runs nothing, the checker says so.
+    let run = check([
+        "run",
+        "--config",
+        &config.display().to_string(),
+        "--bin-dir",
+        &bin.display().to_string(),
+        "quay.io/org/app",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+}
