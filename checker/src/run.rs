@@ -17,8 +17,7 @@ use kcp_common::protocol::{ApiVersion, CacheKeyType, encode_request};
 
 use crate::config::Provider;
 
-/// What stands in for a secret in output.
-pub const REDACTED: &str = "<redacted>";
+pub use kcp_common::secret::REDACTED;
 
 /// What the pod pulling the image looks like, and how to run.
 #[derive(Debug, Clone)]

@@ -58,6 +58,24 @@ impl CachePolicy {
     }
 }
 
+/// The `exp` claim of a JWT, read without verifying the signature: it only sizes a cache time
+/// (a refresh token's or a service-account token's life), it is never a reason to trust a token.
+pub fn jwt_expiry(token: &str) -> Option<SystemTime> {
+    use base64::Engine;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let exp = claims.get("exp")?;
+    let secs = exp.as_u64().or_else(|| {
+        exp.as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0)
+            .map(|f| f as u64)
+    })?;
+    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+}
+
 /// Seconds since the Unix epoch, negative before it.
 fn unix_secs(t: SystemTime) -> i64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
@@ -131,6 +149,33 @@ mod tests {
             GoDuration::ZERO
         );
         assert_eq!(CachePolicy::default(), p);
+    }
+
+    #[test]
+    fn reads_the_jwt_expiry_without_verifying() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let token = format!(
+            "{}.{}.sig",
+            b64(r#"{"alg":"RS256"}"#),
+            b64(r#"{"exp":1900000000,"aud":"x"}"#)
+        );
+        assert_eq!(jwt_expiry(&token), Some(at(1_900_000_000)));
+        let sa = format!("e30.{}.sig", b64(r#"{"aud":["x"],"exp":1800003600}"#));
+        assert_eq!(jwt_expiry(&sa), Some(at(1_800_003_600)));
+        let float = format!("h.{}.s", b64(r#"{"exp":1900000000.5}"#));
+        assert!(jwt_expiry(&float).is_some());
+        for bad in [
+            "",
+            "opaque-token",
+            "not-a-jwt",
+            "a.b.c",
+            "a.!!!.c",
+            &format!("h.{}.s", b64(r#"{"exp":"soon"}"#)),
+            &format!("h.{}.s", b64("[]")),
+        ] {
+            assert_eq!(jwt_expiry(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -15,6 +15,8 @@ use crate::deadline::Deadline;
 pub enum Retry {
     /// Throttling, 5xx, connection trouble: try again after a backoff.
     Transient,
+    /// Try again after the wait the server asked for (`Retry-After`), instead of our backoff.
+    After(Duration),
     /// Anything else: give up now.
     Permanent,
 }
@@ -73,10 +75,14 @@ where
             Ok(value) => return Ok(value),
             Err(error) => error,
         };
-        if n >= policy.max_attempts || classify(&error) == Retry::Permanent {
+        let wait = match classify(&error) {
+            Retry::Permanent => return Err(error),
+            Retry::Transient => policy.backoff(n),
+            Retry::After(wait) => wait,
+        };
+        if n >= policy.max_attempts {
             return Err(error);
         }
-        let wait = policy.backoff(n);
         // Keep at least as long again for the next attempt itself, or it cannot finish anyway.
         if wait.saturating_mul(2) >= deadline.remaining() {
             return Err(error);
@@ -180,6 +186,20 @@ mod tests {
             },
         ));
         assert_eq!((out, calls.get()), (Err("429"), 1));
+    }
+
+    #[test]
+    fn a_server_chosen_wait_replaces_the_backoff() {
+        let waits = std::cell::RefCell::new(Vec::new());
+        let out: Result<u32, &str> = rt().block_on(retry(
+            FAST,
+            Deadline::after(Duration::from_secs(10)),
+            |_| Retry::After(Duration::from_millis(7)),
+            |_, _, wait| waits.borrow_mut().push(wait),
+            |n| async move { if n < 3 { Err("429") } else { Ok(n) } },
+        ));
+        assert_eq!(out, Ok(3));
+        assert_eq!(*waits.borrow(), vec![Duration::from_millis(7); 2]);
     }
 
     #[test]

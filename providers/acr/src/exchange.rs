@@ -14,13 +14,13 @@
 //! transient failures (upstream never retries them); ACR's error codes and correlation IDs reach
 //! the error line; an answer without a refresh token is an error, not an empty password.
 
-use std::time::{Duration, SystemTime};
+use std::cell::Cell;
+use std::time::Duration;
 
-use base64::Engine;
 use kcp_common::Secret;
 use kcp_common::deadline::Deadline;
 use kcp_common::http::{HttpClient, HttpError, HttpResponse, Route};
-use kcp_common::retry::RetryPolicy;
+use kcp_common::retry::{Retry, RetryPolicy, retry};
 use reqwest::{Method, Url};
 
 use crate::host::{LoginServer, Suffixes};
@@ -209,7 +209,7 @@ pub async fn exchange(
 /// timeouts and unreadable answers; not an untrusted certificate or a spent deadline.
 ///
 /// Not `HttpClient::send_retrying`: the challenge's answer is a 401 we need, ACR's 429s carry a
-/// `Retry-After` worth honouring, and 408 is transient here.
+/// `Retry-After` worth honouring, and 408 is transient here. The loop itself is the shared one.
 async fn with_retries<F, Fut>(
     what: &str,
     deadline: Deadline,
@@ -219,47 +219,59 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<HttpResponse, HttpError>>,
 {
-    let mut attempt = 1;
-    loop {
-        let outcome = call().await;
-        let (transient, retry_after, summary) = match &outcome {
-            Ok(r) if r.status == 408 || r.status == 429 || r.status >= 500 => {
-                (true, retry_after(r), format!("HTTP {}", r.status))
-            }
-            Ok(_) => (false, None, String::new()),
+    /// An attempt worth another try: an answer with a transient status, or a failure.
+    enum Again {
+        Answer(HttpResponse),
+        Failed(HttpError),
+    }
+    let attempts = Cell::new(0);
+    let result = retry(
+        POLICY,
+        deadline,
+        |again: &Again| match again {
+            Again::Answer(r) => retry_after(r).map_or(Retry::Transient, Retry::After),
             // An oversized answer is retried as before the shared client; an untrusted
             // certificate is not (the shared client's rule: another try cannot help).
-            Err(e) => (
-                e.is_transient() || matches!(e, HttpError::Body { .. }),
-                None,
-                error_text(e),
-            ),
-        };
-        if !transient || attempt >= POLICY.max_attempts {
-            return match outcome {
-                Ok(response) => Ok(response),
-                Err(e) if attempt > 1 => Err(anyhow::anyhow!(
-                    "{what}: {} (after {attempt} attempts; check that this node reaches the host on port 443, directly or through HTTPS_PROXY)",
-                    error_text(&e)
-                )),
-                Err(e) => Err(anyhow::anyhow!("{what}: {}", error_text(&e))),
+            Again::Failed(e) if e.is_transient() || matches!(e, HttpError::Body { .. }) => {
+                Retry::Transient
+            }
+            Again::Failed(_) => Retry::Permanent,
+        },
+        |attempt, again, wait| {
+            let summary = match again {
+                Again::Answer(r) => format!("HTTP {}", r.status),
+                Again::Failed(e) => error_text(e),
             };
-        }
-        let wait = retry_after.unwrap_or_else(|| POLICY.backoff(attempt));
-        // Leave the next attempt room to finish, or give up with what we have.
-        if wait.saturating_mul(2) >= deadline.remaining() {
-            return match outcome {
-                Ok(response) => Ok(response),
-                Err(e) => Err(anyhow::anyhow!("{what}: {}", error_text(&e))),
-            };
-        }
-        tracing::info!(
-            attempt,
-            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-            "{what}: {summary}; retrying"
-        );
-        tokio::time::sleep(wait).await;
-        attempt += 1;
+            tracing::info!(
+                attempt,
+                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                "{what}: {summary}; retrying"
+            );
+        },
+        |attempt| {
+            attempts.set(attempt);
+            let answer = call();
+            async move {
+                match answer.await {
+                    Ok(r) if r.status == 408 || r.status == 429 || r.status >= 500 => {
+                        Err(Again::Answer(r))
+                    }
+                    Ok(r) => Ok(r),
+                    Err(e) => Err(Again::Failed(e)),
+                }
+            }
+        },
+    )
+    .await;
+    match result {
+        // A transient status that outlasted the retries is still the answer; callers judge it.
+        Ok(response) | Err(Again::Answer(response)) => Ok(response),
+        Err(Again::Failed(e)) if attempts.get() > 1 => Err(anyhow::anyhow!(
+            "{what}: {} (after {} attempts; check that this node reaches the host on port 443, directly or through HTTPS_PROXY)",
+            error_text(&e),
+            attempts.get()
+        )),
+        Err(Again::Failed(e)) => Err(anyhow::anyhow!("{what}: {}", error_text(&e))),
     }
 }
 
@@ -443,22 +455,6 @@ fn is_tchar(c: char) -> bool {
     c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
 }
 
-/// The `exp` claim of a JWT, read without verification (it only sizes the cache time).
-pub fn jwt_expiry(token: &str) -> Option<SystemTime> {
-    let payload = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let exp = claims.get("exp")?;
-    let secs = exp.as_u64().or_else(|| {
-        exp.as_f64()
-            .filter(|f| f.is_finite() && *f >= 0.0)
-            .map(|f| f as u64)
-    })?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -622,31 +618,6 @@ mod tests {
                 e.starts_with("refusing to send an Entra token for myreg.azurecr.io"),
                 "{e}"
             );
-        }
-    }
-
-    #[test]
-    fn reads_the_jwt_expiry_without_verifying() {
-        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        let token = format!(
-            "{}.{}.sig",
-            b64(r#"{"alg":"RS256"}"#),
-            b64(r#"{"exp":1900000000,"aud":"x"}"#)
-        );
-        assert_eq!(
-            jwt_expiry(&token),
-            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000))
-        );
-        let float = format!("h.{}.s", b64(r#"{"exp":1900000000.5}"#));
-        assert!(jwt_expiry(&float).is_some());
-        for bad in [
-            "",
-            "opaque-token",
-            "a.b.c",
-            &format!("h.{}.s", b64(r#"{"exp":"soon"}"#)),
-            &format!("h.{}.s", b64("[]")),
-        ] {
-            assert_eq!(jwt_expiry(bad), None, "{bad}");
         }
     }
 }

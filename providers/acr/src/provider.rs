@@ -142,7 +142,7 @@ impl AcrProvider {
 /// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
 /// [`FALLBACK_CACHE`] when it carries no readable `exp`.
 pub fn cache_duration(refresh: &Secret, now: SystemTime) -> GoDuration {
-    match exchange::jwt_expiry(refresh.expose()) {
+    match kcp_common::cache_hint::jwt_expiry(refresh.expose()) {
         Some(exp) => CachePolicy::RemainingMinus(CACHE_MARGIN).cache_duration(Some(exp), now),
         None => GoDuration::from_std(FALLBACK_CACHE),
     }

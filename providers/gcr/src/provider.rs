@@ -23,7 +23,7 @@ use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credential
 use crate::dockercfg;
 use crate::keyfile::ServiceAccountKey;
 use crate::metadata::Metadata;
-use crate::token::{self, AccessToken};
+use crate::token::AccessToken;
 use crate::wif::{self, Wif};
 
 /// Registries every Google token is offered to (upstream's `containerRegistryUrls`).
@@ -234,7 +234,7 @@ impl GcrProvider {
                 )
             })?;
         // The kubelet caches per service account in this mode; never beyond the pod token's life.
-        let subject_expiry = token::jwt_expiry(subject);
+        let subject_expiry = kcp_common::cache_hint::jwt_expiry(subject.expose());
         Ok(self.token_credentials(request, &token, subject_expiry))
     }
 

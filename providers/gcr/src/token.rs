@@ -9,7 +9,6 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, anyhow, bail};
-use base64::Engine;
 use kcp_common::Secret;
 use serde_json::Value;
 
@@ -152,18 +151,6 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
-/// The `exp` claim of a JWT, read without verifying the signature: only used to keep the
-/// kubelet's cache entry inside the service-account token's life, never to trust the token.
-pub fn jwt_expiry(jwt: &Secret) -> Option<SystemTime> {
-    let payload = jwt.expose().split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    let claims: Value = serde_json::from_slice(&bytes).ok()?;
-    let exp = claims.get("exp")?.as_u64()?;
-    UNIX_EPOCH.checked_add(Duration::from_secs(exp))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,15 +227,5 @@ mod tests {
         ] {
             assert_eq!(parse_rfc3339(bad), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn reads_jwt_expiry_without_trusting_it() {
-        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .encode(br#"{"aud":["x"],"exp":1800003600}"#);
-        let jwt = Secret::new(format!("e30.{payload}.sig"));
-        assert_eq!(jwt_expiry(&jwt), Some(at(1_800_003_600)));
-        assert_eq!(jwt_expiry(&Secret::new("not-a-jwt")), None);
-        assert_eq!(jwt_expiry(&Secret::new("a.!!!.c")), None);
     }
 }
