@@ -58,26 +58,31 @@ impl CachePolicy {
     }
 }
 
-/// The `exp` claim of a JWT, read without verifying the signature: it only sizes a cache time
-/// (a refresh token's or a service-account token's life), it is never a reason to trust a token.
-pub fn jwt_expiry(token: &str) -> Option<SystemTime> {
-    use base64::Engine;
-    let payload = token.split('.').nth(1)?;
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload.trim_end_matches('='))
-        .ok()?;
-    let claims: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    let exp = claims.get("exp")?;
-    let secs = exp.as_u64().or_else(|| {
-        exp.as_f64()
-            .filter(|f| f.is_finite() && *f >= 0.0)
-            .map(|f| f as u64)
-    })?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+/// Default fleet jitter: `cacheDuration` is lowered by a random 0–10 %.
+pub const DEFAULT_JITTER_PERCENT: u8 = 10;
+/// Environment variable for the jitter percentage (`0` turns it off).
+pub const JITTER_ENV: &str = "CREDENTIAL_PROVIDER_CACHE_JITTER";
+
+/// Lowers a positive `duration` by a random fraction between 0 and `percent` %, in whole
+/// seconds. Nodes that started together got tokens together; without jitter their kubelet
+/// caches expire in the same second and the whole fleet calls the token API at once.
+pub fn with_jitter(duration: GoDuration, percent: u8) -> GoDuration {
+    jitter_with(duration, percent, fastrand::f64())
+}
+
+/// [`with_jitter`] with the random draw `unit` in `[0, 1)` given.
+fn jitter_with(duration: GoDuration, percent: u8, unit: f64) -> GoDuration {
+    if percent == 0 || duration.as_nanos() <= 0 {
+        return duration;
+    }
+    let secs = duration.as_nanos() / 1_000_000_000;
+    let fraction = f64::from(percent.min(100)) / 100.0 * unit.clamp(0.0, 1.0);
+    let cut = (secs as f64 * fraction).round() as i64;
+    GoDuration::from_secs((secs - cut).max(0))
 }
 
 /// Seconds since the Unix epoch, negative before it.
-fn unix_secs(t: SystemTime) -> i64 {
+pub(crate) fn unix_secs(t: SystemTime) -> i64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
@@ -152,30 +157,26 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_jwt_expiry_without_verifying() {
-        use base64::Engine;
-        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-        let token = format!(
-            "{}.{}.sig",
-            b64(r#"{"alg":"RS256"}"#),
-            b64(r#"{"exp":1900000000,"aud":"x"}"#)
+    fn jitter_lowers_by_at_most_the_percentage() {
+        let d = GoDuration::from_secs(6 * 3600);
+        assert_eq!(jitter_with(d, 10, 0.0), d);
+        assert_eq!(
+            jitter_with(d, 10, 1.0),
+            GoDuration::from_secs(6 * 3600 - 2160)
         );
-        assert_eq!(jwt_expiry(&token), Some(at(1_900_000_000)));
-        let sa = format!("e30.{}.sig", b64(r#"{"aud":["x"],"exp":1800003600}"#));
-        assert_eq!(jwt_expiry(&sa), Some(at(1_800_003_600)));
-        let float = format!("h.{}.s", b64(r#"{"exp":1900000000.5}"#));
-        assert!(jwt_expiry(&float).is_some());
-        for bad in [
-            "",
-            "opaque-token",
-            "not-a-jwt",
-            "a.b.c",
-            "a.!!!.c",
-            &format!("h.{}.s", b64(r#"{"exp":"soon"}"#)),
-            &format!("h.{}.s", b64("[]")),
-        ] {
-            assert_eq!(jwt_expiry(bad), None, "{bad}");
-        }
+        assert_eq!(
+            jitter_with(d, 10, 0.5),
+            GoDuration::from_secs(6 * 3600 - 1080)
+        );
+        assert_eq!(jitter_with(d, 0, 0.9), d, "0 turns it off");
+        assert_eq!(jitter_with(GoDuration::ZERO, 10, 0.9), GoDuration::ZERO);
+        assert_eq!(jitter_with(d, 100, 1.0), GoDuration::ZERO);
+        // Random draws stay inside [90 %, 100 %] and are not all equal.
+        let seen: std::collections::BTreeSet<i64> = (0..200)
+            .map(|_| with_jitter(d, 10).as_nanos() / 1_000_000_000)
+            .collect();
+        assert!(seen.iter().all(|s| (19440..=21600).contains(s)), "{seen:?}");
+        assert!(seen.len() > 50, "{} distinct values", seen.len());
     }
 
     #[test]

@@ -2,14 +2,18 @@
 //!
 //! Providers define their own clap parser and `#[command(flatten)]` [`CommonArgs`] into it, so the
 //! verbosity and deadline flags read the same everywhere. [`normalize_args`] rewrites the Go-flag
-//! spellings that kubelet configs copy from klog (`-v=4`) into what clap understands.
+//! spellings that kubelet configs copy from klog (`-v=4`) into what clap understands. The token
+//! cache and jitter flags live here too, so every provider offers them under the same names.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::cache_hint;
 use crate::deadline::{DEADLINE_ENV, DEFAULT_DEADLINE};
 use crate::duration::GoDuration;
 use crate::logging::Verbosity;
+use crate::token_cache::{self, TokenCache};
 
 /// Flags shared by every provider.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -26,6 +30,20 @@ pub struct CommonArgs {
     /// (also CREDENTIAL_PROVIDER_DEADLINE) [default: 45s].
     #[arg(long, value_name = "DURATION", value_parser = parse_go_duration, global = true)]
     pub deadline: Option<GoDuration>,
+
+    /// Keep registry tokens on disk so concurrent and later execs (and restarted kubelets) reuse
+    /// one upstream token [default dir: /var/lib/kubelet-credential-provider/token-cache].
+    #[arg(long, env = token_cache::ENABLE_ENV, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", global = true)]
+    pub token_cache: Option<bool>,
+
+    /// Directory of the token cache; setting it turns the cache on.
+    #[arg(long, env = token_cache::DIR_ENV, value_name = "DIR", global = true)]
+    pub token_cache_dir: Option<PathBuf>,
+
+    /// Lower cacheDuration by a random 0..PERCENT %, so nodes that started together do not all
+    /// refresh together; 0 turns it off.
+    #[arg(long, env = cache_hint::JITTER_ENV, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value_t = cache_hint::DEFAULT_JITTER_PERCENT, global = true)]
+    pub cache_jitter: u8,
 }
 
 impl CommonArgs {
@@ -37,6 +55,18 @@ impl CommonArgs {
             (None, count) => Some(Verbosity::from_klog(u32::from(count))),
         };
         Verbosity::resolve(from_args)
+    }
+
+    /// The token cache, when the flags or the environment turn it on.
+    pub fn token_cache(&self) -> Option<TokenCache> {
+        let on = self.token_cache.unwrap_or(self.token_cache_dir.is_some());
+        on.then(|| {
+            TokenCache::new(
+                self.token_cache_dir
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(token_cache::DEFAULT_DIR)),
+            )
+        })
     }
 
     /// The overall deadline from the flag, else [`DEADLINE_ENV`], else [`DEFAULT_DEADLINE`].
@@ -96,7 +126,7 @@ pub fn parse_lenient<T: clap::Parser>(
                 let Some(clap::error::ContextValue::String(flag)) =
                     e.get(clap::error::ContextKind::InvalidArg)
                 else {
-                    e.exit();
+                    exit_on(e);
                 };
                 let flag = flag.split('=').next().unwrap_or(flag).to_owned();
                 // Skip argv[0]; drop the first argument spelled as the flag (with or without `=value`).
@@ -109,13 +139,35 @@ pub fn parse_lenient<T: clap::Parser>(
                             || (short && a.starts_with(&flag) && !a.starts_with("--"))
                     })
                 }) else {
-                    e.exit();
+                    exit_on(e);
                 };
                 dropped.push(args.remove(index + 1).to_string_lossy().into_owned());
             }
-            Err(e) => e.exit(),
+            Err(e) => exit_on(e),
         }
     }
+}
+
+/// Ends the process for a clap outcome: help and version as clap prints them, a bad flag or
+/// value as one line on stderr and exit status 2, like every other failure of a plugin.
+fn exit_on(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit();
+    }
+    eprintln!("{}", one_line_usage_error(&e.render().to_string()));
+    std::process::exit(i32::from(crate::runner::EXIT_USAGE));
+}
+
+/// clap's multi-line error text as one line: its first line, pointing at `--help`.
+fn one_line_usage_error(rendered: &str) -> String {
+    let first = rendered
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("invalid command line");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    format!("invalid command line: {first} (see --help)")
 }
 
 /// What every provider's `main` does first: parse `args` leniently (see [`parse_lenient`]), start
@@ -179,6 +231,26 @@ mod tests {
         assert_eq!(cli.rest, vec!["get-credentials".to_owned()]);
         assert_eq!(cli.common.v, Some(4));
         assert_eq!(cli.common.deadline().unwrap(), Duration::from_secs(3));
+    }
+
+    #[test]
+    fn usage_errors_are_one_line() {
+        let e = Cli::try_parse_from(["p", "--deadline=soon"]).unwrap_err();
+        let line = one_line_usage_error(&e.render().to_string());
+        assert!(
+            line.starts_with(
+                "invalid command line: invalid value 'soon' for '--deadline <DURATION>'"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.ends_with("(see --help)") && !line.contains('\n'),
+            "{line}"
+        );
+        assert_eq!(
+            one_line_usage_error(""),
+            "invalid command line: invalid command line (see --help)"
+        );
     }
 
     #[test]

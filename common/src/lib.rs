@@ -8,7 +8,9 @@
 //! - [`duration`]: Go duration strings, as `cacheDuration` carries them.
 //! - [`image`]: image references and their registry host.
 //! - [`matching`]: the kubelet's glob matching for `matchImages` and `auth` keys.
-//! - [`cache_hint`]: `cacheDuration` from a credential's real expiry.
+//! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
+//! - [`token_cache`]: the opt-in on-disk token cache shared by concurrent and later execs.
+//! - [`jwt`]: unverified JWT claims (expiry, service-account identity).
 //! - [`runner`]: stdin → provider → exactly one response on stdout, errors as one stderr line.
 //! - [`cli`], [`logging`]: shared flags and stderr logging.
 //! - [`deadline`], [`retry`], [`http`]: one overall deadline, jittered retries, HTTP for hand-rolled calls.
@@ -23,6 +25,7 @@ pub mod deadline;
 pub mod duration;
 pub mod http;
 pub mod image;
+pub mod jwt;
 pub mod kubelet;
 pub mod logging;
 pub mod matching;
@@ -33,6 +36,7 @@ pub mod secret;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 pub mod tls;
+pub mod token_cache;
 
 pub use protocol::{ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials};
 pub use runner::ProviderError;

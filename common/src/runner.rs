@@ -12,6 +12,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::cache_hint;
 use crate::cli::CommonArgs;
 use crate::deadline::Deadline;
 use crate::logging::{self, error_chain};
@@ -54,13 +55,21 @@ pub fn run<E: Into<ProviderError>>(
         Ok(bytes) => bytes,
         Err(e) => return fail(EXIT_USAGE, &e),
     };
-    run_with_input(&bytes, deadline, provide, &mut std::io::stdout().lock())
+    run_with_input(
+        &bytes,
+        deadline,
+        common.cache_jitter,
+        provide,
+        &mut std::io::stdout().lock(),
+    )
 }
 
-/// Everything after stdin is read, with the output stream injected (for tests).
+/// Everything after stdin is read, with the output stream injected (for tests). `jitter` is the
+/// percentage `cacheDuration` may be lowered by (see [`cache_hint::with_jitter`]).
 pub fn run_with_input<E: Into<ProviderError>>(
     input: &[u8],
     deadline: Deadline,
+    jitter: u8,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     stdout: &mut dyn Write,
 ) -> ExitCode {
@@ -70,7 +79,7 @@ pub fn run_with_input<E: Into<ProviderError>>(
     };
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
 
-    let credentials = match block_on_with_deadline(provide(&request, deadline), deadline) {
+    let mut credentials = match block_on_with_deadline(provide(&request, deadline), deadline) {
         Ok(Ok(credentials)) => credentials,
         Ok(Err(e)) => {
             let e: ProviderError = e.into();
@@ -78,6 +87,13 @@ pub fn run_with_input<E: Into<ProviderError>>(
         }
         Err(e) => return fail(EXIT_FAILURE, &e),
     };
+    if let Some(computed) = credentials.cache_duration {
+        let jittered = cache_hint::with_jitter(computed, jitter);
+        if jittered != computed {
+            tracing::debug!(%computed, %jittered, "cacheDuration lowered by fleet jitter (--cache-jitter)");
+        }
+        credentials.cache_duration = Some(jittered);
+    }
     let response = CredentialProviderResponse::answer(&request, credentials);
     // One write of the whole document, so a reader never sees half a response.
     if let Err(e) = stdout
@@ -183,7 +199,7 @@ mod tests {
         budget: Duration,
     ) -> (ExitCode, String) {
         let mut out = Vec::new();
-        let code = run_with_input(input, Deadline::after(budget), provide, &mut out);
+        let code = run_with_input(input, Deadline::after(budget), 0, provide, &mut out);
         (code, String::from_utf8(out).unwrap())
     }
 
@@ -195,6 +211,34 @@ mod tests {
             out,
             "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"1m0s\",\"auth\":{\"reg.io:5000\":{\"username\":\"u\",\"password\":\"p\"}}}\n"
         );
+    }
+
+    #[test]
+    fn jitter_lowers_the_cache_duration() {
+        let answered = |jitter: u8| -> u64 {
+            let mut out = Vec::new();
+            let code = run_with_input(
+                REQ,
+                Deadline::after(Duration::from_secs(5)),
+                jitter,
+                fixed,
+                &mut out,
+            );
+            assert_eq!(code, ExitCode::SUCCESS);
+            let out = String::from_utf8(out).unwrap();
+            let text = out
+                .split("\"cacheDuration\":\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            (GoDuration::parse(text).unwrap().as_nanos() / 1_000_000_000) as u64
+        };
+        let jittered: Vec<u64> = (0..20).map(|_| answered(100)).collect();
+        assert!(jittered.iter().all(|s| *s <= 60), "{jittered:?}");
+        assert!(jittered.iter().any(|s| *s < 60), "{jittered:?}");
+        assert!((0..20).all(|_| answered(0) == 60));
     }
 
     #[test]

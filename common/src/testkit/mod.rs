@@ -7,8 +7,9 @@
 //! assert_eq!(ok.auth["123456789012.dkr.ecr.us-east-1.amazonaws.com"].0, "AWS");
 //! ```
 //!
-//! Every run starts from an empty environment with only `PATH` and a fresh empty `HOME`, so a
-//! developer's `~/.aws` or cloud variables never leak into a test.
+//! Every run starts from an empty environment with only `PATH`, a fresh empty `HOME` and
+//! `CREDENTIAL_PROVIDER_CACHE_JITTER=0` (exact `cacheDuration`s), so a developer's `~/.aws` or
+//! cloud variables never leak into a test.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,10 @@ impl Plugin {
         ));
         exec.env
             .push(("HOME".into(), home.path().display().to_string()));
+        // Exact cacheDuration assertions need answers without fleet jitter; tests of jitter
+        // set the variable again (later values win).
+        exec.env
+            .push((crate::cache_hint::JITTER_ENV.into(), "0".into()));
         Plugin {
             exec,
             cache_type_token: false,
@@ -252,6 +257,7 @@ impl Drop for TempDir {
     }
 }
 
+pub mod cache;
 pub mod configs;
 pub mod fake;
 pub mod proxy;

@@ -8,6 +8,8 @@ use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
 use kcp_common::duration::GoDuration;
 use kcp_common::http::HttpClient;
+use kcp_common::jwt::ServiceAccountClaims;
+use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 
 use crate::cloud::{ACR_SCOPE, Cloud};
@@ -41,6 +43,8 @@ pub struct AcrProvider {
     pub token_scope: Option<String>,
     /// `--ib-sni-name` was given (AKS identity bindings, not implemented).
     pub identity_bindings: bool,
+    /// The on-disk token cache, when turned on.
+    pub token_cache: Option<TokenCache>,
 }
 
 impl AcrProvider {
@@ -116,33 +120,89 @@ impl AcrProvider {
         }
 
         let scope = self.token_scope.as_deref().unwrap_or(ACR_SCOPE);
-        let left = deadline.remaining();
-        let budget = left.saturating_sub(EXCHANGE_RESERVE.min(left / 4));
-        tracing::info!(identity = %identity.describe(), scope, "getting an Entra token");
-        // The challenge needs no secret, so it runs alongside the token request; the token only
-        // leaves once the realm has passed the check.
-        let (entra, exchange_target) = tokio::try_join!(
-            identity::entra_token(&identity, &cloud, scope, &http, budget, deadline),
-            exchange::discover(&http, &target.login, &suffixes, deadline),
-        )?;
-        let refresh = exchange::exchange(
-            &http,
-            &exchange_target,
-            &entra,
-            identity.exchange_tenant(&config),
+        let key = cache_key(&target.login.host, &cloud, scope, &identity, &config_path);
+        let (token, source) = token_cache::get_or_fetch(
+            self.token_cache.as_ref(),
+            key.as_ref(),
             deadline,
+            async || {
+                let left = deadline.remaining();
+                let budget = left.saturating_sub(EXCHANGE_RESERVE.min(left / 4));
+                tracing::info!(identity = %identity.describe(), scope, "getting an Entra token");
+                // The challenge needs no secret, so it runs alongside the token request; the
+                // token only leaves once the realm has passed the check.
+                let (entra, exchange_target) = tokio::try_join!(
+                    identity::entra_token(&identity, &cloud, scope, &http, budget, deadline),
+                    exchange::discover(&http, &target.login, &suffixes, deadline),
+                )?;
+                let refresh = exchange::exchange(
+                    &http,
+                    &exchange_target,
+                    &entra,
+                    identity.exchange_tenant(&config),
+                    deadline,
+                )
+                .await?;
+                anyhow::Ok(RegistryToken {
+                    username: NULL_GUID.to_owned(),
+                    expires_at: kcp_common::jwt::expiry(refresh.expose()),
+                    password: refresh,
+                })
+            },
         )
         .await?;
-        let cache_duration = cache_duration(&refresh, SystemTime::now());
-        tracing::info!(login_server = %target.login.host, %cache_duration, "ACR refresh token obtained");
-        Ok(answer(&target.auth_keys, &refresh, cache_duration))
+        let cache_duration = cache_duration(&token.password, SystemTime::now());
+        tracing::info!(login_server = %target.login.host, %cache_duration, ?source, "ACR refresh token ready");
+        Ok(answer(&target.auth_keys, &token.password, cache_duration))
+    }
+}
+
+/// Where Entra and managed-identity endpoints can be redirected: part of who a token is for.
+const ENDPOINT_ENV: &[&str] = &[
+    "AZURE_AUTHORITY_HOST",
+    "IDENTITY_ENDPOINT",
+    "IMDS_ENDPOINT",
+    "MSI_ENDPOINT",
+    "AZURE_CLIENT_ID",
+    "AZURE_TENANT_ID",
+    "AZURE_FEDERATED_TOKEN_FILE",
+];
+
+/// The token-cache key: login server, cloud and scope, and the identity (never its secret; a
+/// pod's identity by its service account's claims). `None` (no caching) for a service-account
+/// token whose claims cannot be read.
+fn cache_key(
+    login_server: &str,
+    cloud: &Cloud,
+    scope: &str,
+    identity: &Identity,
+    config_path: &str,
+) -> Option<CacheKey> {
+    let key = CacheKey::new("acr")
+        .scope("login-server", login_server)
+        .scope("cloud", &cloud.name)
+        .scope("scope", scope)
+        .identity("identity", &identity.describe())
+        .identity("config", config_path)
+        .identity_env(ENDPOINT_ENV);
+    match identity {
+        Identity::ServiceAccount { token, .. } => {
+            let Some(claims) = ServiceAccountClaims::from_token(token.expose()) else {
+                tracing::info!(
+                    "token cache not used: the service-account token carries no namespace/name/uid claims"
+                );
+                return None;
+            };
+            Some(key.service_account(&claims))
+        }
+        _ => Some(key),
     }
 }
 
 /// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
 /// [`FALLBACK_CACHE`] when it carries no readable `exp`.
 pub fn cache_duration(refresh: &Secret, now: SystemTime) -> GoDuration {
-    match kcp_common::cache_hint::jwt_expiry(refresh.expose()) {
+    match kcp_common::jwt::expiry(refresh.expose()) {
         Some(exp) => CachePolicy::RemainingMinus(CACHE_MARGIN).cache_duration(Some(exp), now),
         None => GoDuration::from_std(FALLBACK_CACHE),
     }

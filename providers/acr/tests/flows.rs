@@ -508,7 +508,7 @@ fn nothing_secret_on_stderr_even_at_v6() {
         .request(ApiVersion::V1, "myreg.azurecr.io/app");
     out.accepted();
     let stderr = out.stderr();
-    assert!(stderr.contains("ACR refresh token obtained"), "{stderr}");
+    assert!(stderr.contains("ACR refresh token ready"), "{stderr}");
     assert_no_secret(&stderr, &[&world.last_refresh()]);
     let world = World::new();
     let out = world

@@ -55,6 +55,7 @@ fn main() -> ExitCode {
         strict_hosts: cli.strict_hosts,
         role_annotations: cli.role_annotations,
         cache_policy: CachePolicy::HalfRemaining,
+        token_cache: cli.common.token_cache(),
     };
     kcp_common::runner::run(&cli.common, async |request, deadline| {
         provider.credentials(request, deadline).await

@@ -10,7 +10,9 @@ use aws_smithy_runtime_api::http::Response as HttpResponse;
 use base64::Engine;
 use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
+use kcp_common::jwt::ServiceAccountClaims;
 use kcp_common::logging::error_chain;
+use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 
 use crate::aws::{self, Endpoints};
@@ -32,7 +34,41 @@ pub struct EcrProvider {
     pub role_annotations: Vec<String>,
     /// How `cacheDuration` follows the token's expiry.
     pub cache_policy: CachePolicy,
+    /// The on-disk token cache, when turned on.
+    pub token_cache: Option<TokenCache>,
 }
+
+/// What the node's AWS identity and endpoints depend on, read without any network call: the
+/// same values on one node mean the same principal, so its tokens may be shared. The secret
+/// access key is not among them.
+const NODE_IDENTITY_ENV: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "HOME",
+    "AWS_ROLE_ARN",
+    "AWS_ROLE_SESSION_NAME",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+];
+
+/// Endpoint settings: a token from one endpoint is no answer for another.
+const ENDPOINT_ENV: &[&str] = &[
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_ECR",
+    "AWS_ENDPOINT_URL_ECR_PUBLIC",
+    "AWS_ENDPOINT_URL_STS",
+    "AWS_USE_FIPS_ENDPOINT",
+    "AWS_USE_DUALSTACK_ENDPOINT",
+    "AWS_STS_REGIONAL_ENDPOINTS",
+];
 
 /// A token as ECR returns it.
 struct Token {
@@ -83,7 +119,50 @@ impl EcrProvider {
         } else {
             "ECR"
         };
-        let config = aws::load(&endpoints, service_env, deadline).await?;
+        let role_arn = self.role_arn(request);
+        let key = cache_key(&kind, role_arn.as_deref(), request);
+        let (token, source) = token_cache::get_or_fetch(
+            self.token_cache.as_ref(),
+            key.as_ref(),
+            deadline,
+            async || {
+                self.fetch(
+                    request,
+                    &kind,
+                    &endpoints,
+                    service_env,
+                    role_arn.as_deref(),
+                    deadline,
+                )
+                .await
+            },
+        )
+        .await?;
+        let cache_duration = self
+            .cache_policy
+            .cache_duration(token.expires_at, SystemTime::now());
+        tracing::info!(registry, %cache_duration, ?source, "ECR token ready");
+        Ok(Credentials::single(
+            CacheKeyType::Registry,
+            cache_duration,
+            registry,
+            AuthConfig::new(token.username, token.password),
+        ))
+    }
+
+    /// Calls ECR (after STS in service-account mode with a role) for a token. Its expiry is the
+    /// earlier of the token's and the assumed role session's.
+    async fn fetch(
+        &self,
+        request: &CredentialProviderRequest,
+        kind: &RegistryKind,
+        endpoints: &Endpoints,
+        service_env: &str,
+        role_arn: Option<&str>,
+        deadline: Deadline,
+    ) -> anyhow::Result<RegistryToken> {
+        let registry = request.image_ref.registry();
+        let config = aws::load(endpoints, service_env, deadline).await?;
         let Some(region) = config.region().map(|r| r.to_string()) else {
             bail!(
                 "no AWS region for {registry}: the host names none; set AWS_REGION (provider env in the kubelet config), \
@@ -91,7 +170,7 @@ impl EcrProvider {
             );
         };
 
-        if kind == RegistryKind::Other {
+        if *kind == RegistryKind::Other {
             // Upstream's warning, once we know the default region exists (else the error says it all).
             tracing::warn!(
                 registry,
@@ -99,20 +178,22 @@ impl EcrProvider {
                 "No region found in the image reference, the default region will be used. Please refer to AWS SDK documentation for configuration purpose."
             );
         }
-        let assumed = self.assume_role(request, &config).await?;
+        let assumed = match (role_arn, &request.service_account_token) {
+            (Some(role_arn), Some(token)) => Some(assume_role(role_arn, token, &config).await?),
+            _ => None,
+        };
         let source = match &assumed {
             Some(a) => format!("assumed role {} via the service-account token", a.role_arn),
             None => aws::credential_source().to_owned(),
         };
         let context = || {
             // Resolving the endpoint parses the SDK's partition table again: only worth it for an error.
-            let endpoint = endpoint_description(&kind, &region, &endpoints, service_env);
+            let endpoint = endpoint_description(kind, &region, endpoints, service_env);
             format!(
                 "getting an ECR authorization token for {registry} (region {region}, endpoint {endpoint}, credentials: {source})"
             )
         };
-
-        let token = if kind == RegistryKind::Public {
+        let token = if *kind == RegistryKind::Public {
             let mut builder = aws_sdk_ecrpublic::config::Builder::from(&config)
                 .retry_classifier(aws::retry_on_429());
             if let Some(a) = &assumed {
@@ -163,84 +244,119 @@ impl EcrProvider {
             .with_context(context)?;
         let (username, password) = decode_token(&encoded).with_context(context)?;
         let session_expiry = assumed.as_ref().and_then(|a| a.credentials.expiry());
-        let cache_duration = self.cache_policy.cache_duration_capped(
-            token.expires_at,
-            session_expiry,
-            SystemTime::now(),
-        );
-        tracing::info!(registry, %cache_duration, "ECR token obtained");
-        Ok(Credentials::single(
-            CacheKeyType::Registry,
-            cache_duration,
-            registry,
-            AuthConfig::new(username, password),
-        ))
+        // The answer may not outlive the role session that obtained it.
+        let expires_at = token
+            .expires_at
+            .map(|t| session_expiry.map_or(t, |s| t.min(s)));
+        tracing::info!(registry, "ECR token obtained");
+        Ok(RegistryToken {
+            username,
+            password,
+            expires_at,
+        })
     }
 
-    /// In service-account mode with a role to assume, exchanges the pod's token for role
-    /// credentials. Without a role ARN the node's credentials are used, as upstream since v1.35.
-    async fn assume_role(
-        &self,
-        request: &CredentialProviderRequest,
-        config: &aws_config::SdkConfig,
-    ) -> anyhow::Result<Option<AssumedRole>> {
-        let Some(token) = &request.service_account_token else {
-            return Ok(None);
-        };
+    /// The role to assume in service-account mode: the first annotation present, else
+    /// [`ROLE_ARN_ENV`]. `None` outside that mode or without a role: the node's credentials.
+    fn role_arn(&self, request: &CredentialProviderRequest) -> Option<String> {
+        request.service_account_token.as_ref()?;
         let from_annotation = self.role_annotations.iter().find_map(|key| {
             request
                 .service_account_annotations
                 .get(key)
                 .filter(|v| !v.trim().is_empty())
         });
-        let role_arn = match from_annotation {
-            Some(arn) => arn.trim().to_owned(),
-            None => match std::env::var(ROLE_ARN_ENV)
+        let role_arn = from_annotation.map(|a| a.trim().to_owned()).or_else(|| {
+            std::env::var(ROLE_ARN_ENV)
                 .ok()
                 .filter(|v| !v.trim().is_empty())
-            {
-                Some(arn) => arn.trim().to_owned(),
-                None => {
-                    tracing::info!(
-                        annotations = ?self.role_annotations,
-                        "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
-                    );
-                    return Ok(None);
-                }
-            },
-        };
-        // AssumeRoleWithWebIdentity needs no AWS credentials: the pod's token is the proof.
-        let mut sts_config =
-            aws_sdk_sts::config::Builder::from(config).retry_classifier(aws::retry_on_429());
-        sts_config.set_credentials_provider(None);
-        let sts_config = sts_config.build();
-        let sts = aws_sdk_sts::Client::from_conf(sts_config);
-        let region = config.region().map(|r| r.to_string()).unwrap_or_default();
-        let out = sts
+                .map(|v| v.trim().to_owned())
+        });
+        if role_arn.is_none() {
+            tracing::info!(
+                annotations = ?self.role_annotations,
+                "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
+            );
+        }
+        role_arn
+    }
+}
+
+/// The token-cache key: API scope (kind, partition, region, endpoint flavour) and the identity
+/// the token is fetched as. `None` (no caching) for a service-account token whose claims
+/// cannot be read.
+fn cache_key(
+    kind: &RegistryKind,
+    role_arn: Option<&str>,
+    request: &CredentialProviderRequest,
+) -> Option<CacheKey> {
+    let key = match kind {
+        RegistryKind::Private(p) => CacheKey::new("ecr")
+            .scope("api", "ecr")
+            .scope("partition", p.partition())
+            .scope("region", &p.region)
+            .scope("fips", &p.fips.to_string())
+            .scope("dual-stack", &p.dual_stack().to_string()),
+        RegistryKind::Public => CacheKey::new("ecr")
+            .scope("api", "ecr-public")
+            .scope("region", PUBLIC_REGION),
+        // The default region comes from the environment, which the identity covers.
+        RegistryKind::Other => CacheKey::new("ecr")
+            .scope("api", "ecr")
+            .scope("region", "default"),
+    }
+    .identity_env(ENDPOINT_ENV);
+    match (role_arn, &request.service_account_token) {
+        (Some(role_arn), Some(token)) => {
+            let Some(claims) = ServiceAccountClaims::from_token(token.expose()) else {
+                tracing::info!(
+                    "token cache not used: the service-account token carries no namespace/name/uid claims"
+                );
+                return None;
+            };
+            Some(key.identity("role", role_arn).service_account(&claims))
+        }
+        _ => Some(key.identity_env(NODE_IDENTITY_ENV)),
+    }
+}
+
+/// Exchanges the pod's token for credentials of `role_arn`.
+async fn assume_role(
+    role_arn: &str,
+    token: &Secret,
+    config: &aws_config::SdkConfig,
+) -> anyhow::Result<AssumedRole> {
+    // AssumeRoleWithWebIdentity needs no AWS credentials: the pod's token is the proof.
+    let mut sts_config =
+        aws_sdk_sts::config::Builder::from(config).retry_classifier(aws::retry_on_429());
+    sts_config.set_credentials_provider(None);
+    let sts_config = sts_config.build();
+    let sts = aws_sdk_sts::Client::from_conf(sts_config);
+    let region = config.region().map(|r| r.to_string()).unwrap_or_default();
+    let out = sts
             .assume_role_with_web_identity()
-            .role_arn(&role_arn)
+            .role_arn(role_arn)
             .role_session_name(SESSION_NAME)
             .web_identity_token(token.expose())
             .send()
             .await
             .map_err(|e| anyhow!(describe(&e)))
             .with_context(|| format!("failed to assume role {role_arn} with the service-account token (STS in region {region})"))?;
-        let c = out.credentials().ok_or_else(|| {
-            anyhow!("STS AssumeRoleWithWebIdentity for {role_arn} returned no credentials")
-        })?;
-        let credentials = AwsCredentials::new(
-            c.access_key_id(),
-            c.secret_access_key(),
-            Some(c.session_token().to_owned()),
-            to_system_time(c.expiration()),
-            "AssumeRoleWithWebIdentity",
-        );
-        tracing::info!(role_arn, "assumed role with the service-account token");
-        Ok(Some(AssumedRole {
-            credentials,
-            role_arn,
-        }))
-    }
+    let c = out.credentials().ok_or_else(|| {
+        anyhow!("STS AssumeRoleWithWebIdentity for {role_arn} returned no credentials")
+    })?;
+    let credentials = AwsCredentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_owned()),
+        to_system_time(c.expiration()),
+        "AssumeRoleWithWebIdentity",
+    );
+    tracing::info!(role_arn, "assumed role with the service-account token");
+    Ok(AssumedRole {
+        credentials,
+        role_arn: role_arn.to_owned(),
+    })
 }
 
 /// An SDK error as one line without the raw response: the SDK's own verbose form ends in a Debug

@@ -201,6 +201,7 @@ fn build(cli: Cli) -> Result<(CommonArgs, GcrProvider), String> {
         username: cli.username,
         strict_hosts: cli.strict_hosts,
         cache,
+        token_cache: cli.common.token_cache(),
     };
     Ok((cli.common, provider))
 }

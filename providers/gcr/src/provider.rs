@@ -18,6 +18,8 @@ use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
 use kcp_common::duration::GoDuration;
 use kcp_common::http::HttpClient;
+use kcp_common::jwt::ServiceAccountClaims;
+use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, matching};
 
 use crate::dockercfg;
@@ -90,6 +92,8 @@ pub struct GcrProvider {
     pub strict_hosts: bool,
     /// Cache answer settings.
     pub cache: CacheSettings,
+    /// The on-disk token cache, when turned on.
+    pub token_cache: Option<TokenCache>,
 }
 
 impl GcrProvider {
@@ -174,26 +178,44 @@ impl GcrProvider {
                 tracing::info!(key_file = %path.display(), "token source: service-account key file");
                 let key = ServiceAccountKey::load(path)
                     .map_err(|e| anyhow!("{e:#} (GOOGLE_APPLICATION_CREDENTIALS / --json-key)"))?;
-                tracing::info!(service_account = %key.client_email, token_uri = %key.token_uri, "exchanging a signed JWT");
-                key.token(http, deadline).await.map_err(|e| {
-                    anyhow!(
-                        "getting an access token for {} from {} (key file {}) failed: {e:#}; check that the key is not disabled or deleted and that this node can reach the token endpoint (HTTPS_PROXY/NO_PROXY)",
-                        key.client_email,
-                        crate::endpoint::describe(&key.token_uri),
-                        path.display()
+                let cache_key = CacheKey::new("gcr")
+                    .scope("source", "key-file")
+                    .scope("token-uri", key.token_uri.as_str())
+                    .identity("client_email", &key.client_email)
+                    .identity(
+                        "private_key_id",
+                        key.private_key_id.as_deref().unwrap_or(""),
                     )
-                })?
+                    .identity("path", &path.display().to_string());
+                self.cached(Some(cache_key), deadline, async || {
+                    tracing::info!(service_account = %key.client_email, token_uri = %key.token_uri, "exchanging a signed JWT");
+                    key.token(http, deadline).await.map_err(|e| {
+                        anyhow!(
+                            "getting an access token for {} from {} (key file {}) failed: {e:#}; check that the key is not disabled or deleted and that this node can reach the token endpoint (HTTPS_PROXY/NO_PROXY)",
+                            key.client_email,
+                            crate::endpoint::describe(&key.token_uri),
+                            path.display()
+                        )
+                    })
+                })
+                .await?
             }
             None => {
                 tracing::info!(host = %self.metadata.host(), "token source: metadata server");
-                self.metadata.token(http, deadline).await.map_err(|e| {
-                    anyhow!(
-                        "getting the node service account's token from the metadata server at {} failed: {e:#}; \
-                         check that this node runs on Google Cloud with a service account attached, that GCE_METADATA_HOST/--metadata-host is right, \
-                         or configure a key file (GOOGLE_APPLICATION_CREDENTIALS / --json-key)",
-                        self.metadata.host()
-                    )
-                })?
+                let cache_key = CacheKey::new("gcr")
+                    .scope("source", "metadata")
+                    .scope("host", self.metadata.host());
+                self.cached(Some(cache_key), deadline, async || {
+                    self.metadata.token(http, deadline).await.map_err(|e| {
+                        anyhow!(
+                            "getting the node service account's token from the metadata server at {} failed: {e:#}; \
+                             check that this node runs on Google Cloud with a service account attached, that GCE_METADATA_HOST/--metadata-host is right, \
+                             or configure a key file (GOOGLE_APPLICATION_CREDENTIALS / --json-key)",
+                            self.metadata.host()
+                        )
+                    })
+                })
+                .await?
             }
         };
         Ok(self.token_credentials(request, &token, None))
@@ -224,18 +246,64 @@ impl GcrProvider {
             _ => wif.default_service_account.as_deref(),
         };
         tracing::info!(audience = %wif.audience, impersonate = ?service_account, "token source: Workload Identity Federation");
-        let token = wif
-            .token(http, subject, service_account, deadline)
-            .await
-            .map_err(|e| {
-                anyhow!(
-                    "Workload Identity Federation for image {}: {e:#}",
-                    request.image
-                )
-            })?;
+        // Pods of one Kubernetes service account share a token; without readable claims, no cache.
+        let cache_key = ServiceAccountClaims::from_token(subject.expose()).map(|claims| {
+            CacheKey::new("gcr")
+                .scope("source", "workload-identity")
+                .scope("audience", &wif.audience)
+                .scope("sts", wif.sts_endpoint.as_str())
+                .scope("impersonate", service_account.unwrap_or(""))
+                .scope("iam", wif.iam_endpoint.as_str())
+                .service_account(&claims)
+        });
+        let token = self
+            .cached(cache_key, deadline, async || {
+                wif.token(http, subject, service_account, deadline)
+                    .await
+                    .map_err(|e| {
+                        anyhow!(
+                            "Workload Identity Federation for image {}: {e:#}",
+                            request.image
+                        )
+                    })
+            })
+            .await?;
         // The kubelet caches per service account in this mode; never beyond the pod token's life.
-        let subject_expiry = kcp_common::cache_hint::jwt_expiry(subject.expose());
+        let subject_expiry = kcp_common::jwt::expiry(subject.expose());
         Ok(self.token_credentials(request, &token, subject_expiry))
+    }
+
+    /// `fetch` through the token cache when it is on. A fresh token keeps the moment it arrived,
+    /// so its `cacheDuration` reads exactly as without the cache.
+    async fn cached(
+        &self,
+        key: Option<CacheKey>,
+        deadline: Deadline,
+        fetch: impl AsyncFnOnce() -> anyhow::Result<AccessToken>,
+    ) -> anyhow::Result<AccessToken> {
+        let mut fresh = None;
+        let (token, source) = token_cache::get_or_fetch(
+            self.token_cache.as_ref(),
+            key.as_ref(),
+            deadline,
+            async || {
+                let token = fetch().await?;
+                let stored = RegistryToken {
+                    username: self.username.clone(),
+                    password: token.token.clone(),
+                    expires_at: token.expires_at,
+                };
+                fresh = Some(token);
+                anyhow::Ok(stored)
+            },
+        )
+        .await?;
+        tracing::debug!(?source, "access token ready");
+        Ok(fresh.unwrap_or_else(|| AccessToken {
+            token: token.password,
+            expires_at: token.expires_at,
+            received_at: SystemTime::now(),
+        }))
     }
 
     /// The response for an access token: every Google registry glob plus the image's registry.

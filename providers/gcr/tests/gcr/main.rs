@@ -9,4 +9,5 @@ mod keyfile;
 mod metadata;
 mod support;
 mod tls;
+mod token_cache;
 mod wif;

@@ -1,0 +1,151 @@
+//! acr-credential-provider with the on-disk token cache: 64 concurrent execs make one managed
+//! identity call and one exchange, a later exec makes none and answers from the cached refresh
+//! token's expiry, pods of one service account share an entry that never holds their token.
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use kcp_common::ApiVersion;
+use kcp_common::duration::GoDuration;
+use kcp_common::testkit::Plugin;
+use kcp_common::testkit::cache::{cache_entries, herd, service_account_token};
+use support::*;
+
+const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id"}"#;
+const SP_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","aadClientId":"sp-client-id","aadClientSecret":"sp-client-secret-Yy93"}"#;
+const IMAGE: &str = "myreg.azurecr.io/team/app";
+
+fn cached(world: &World, plugin: Plugin) -> Plugin {
+    plugin.args([format!(
+        "--token-cache-dir={}",
+        world.dir.path().join("cache").display()
+    )])
+}
+
+fn secs(d: Option<GoDuration>) -> i64 {
+    d.expect("cacheDuration").as_nanos() / 1_000_000_000
+}
+
+/// (managed identity calls, challenges, exchanges) so far.
+fn upstream_calls(world: &World) -> (usize, usize, usize) {
+    let calls = world.registry_calls();
+    let count = |path: &str| calls.iter().filter(|(_, p)| p == path).count();
+    (
+        world.msi.requests().len(),
+        count("/v2/"),
+        count("/oauth2/exchange"),
+    )
+}
+
+#[test]
+fn sixty_four_concurrent_execs_make_one_identity_call_and_one_exchange() {
+    let world = World::new();
+    let p = cached(&world, world.mi_plugin(MI_CONFIG));
+    let outcomes = herd(&p, 64, IMAGE, None, &BTreeMap::new());
+    let refresh = world.last_refresh();
+    for out in &outcomes {
+        let ok = out.accepted();
+        assert_eq!(
+            ok.auth["myreg.azurecr.io"],
+            (NULL_GUID.to_owned(), refresh.clone())
+        );
+        cache_duration_of(&out.stdout());
+    }
+    assert_eq!(upstream_calls(&world), (1, 1, 1));
+    let entries = cache_entries(&world.dir.path().join("cache"), 1);
+    assert_eq!(entries[0].json["password"], refresh.as_str());
+    assert_eq!(entries[0].json["username"], NULL_GUID);
+    let key = entries[0].json["key"].as_str().unwrap();
+    assert!(
+        key.starts_with("provider=acr;login-server=myreg.azurecr.io;cloud=AzurePublicCloud;scope=https://containerregistry.azure.net/.default;identity=sha256:"),
+        "{key}"
+    );
+    assert!(!entries[0].text.contains(MI_TOKEN) && !entries[0].text.contains(IDENTITY_HEADER));
+    world.assert_nothing_off_cloud();
+}
+
+#[test]
+fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
+    let world = World::new();
+    let p = cached(&world, world.mi_plugin(MI_CONFIG));
+    let first = p.request(ApiVersion::V1, IMAGE);
+    first.accepted();
+    cache_duration_of(&first.stdout());
+    assert_eq!(upstream_calls(&world), (1, 1, 1));
+
+    let entry = &cache_entries(&world.dir.path().join("cache"), 1)[0];
+    entry.set_expires_at(kcp_common::testkit::unix_now() + 3600);
+    // The answer's duration follows the refresh token's own exp claim, which the entry keeps.
+    let second = p.request(ApiVersion::V1alpha1, "myreg.azurecr.io/other:tag");
+    let ok = second.accepted();
+    assert_eq!(upstream_calls(&world), (1, 1, 1), "zero upstream calls");
+    assert_eq!(ok.auth["myreg.azurecr.io"].1, world.last_refresh());
+    assert!((2 * 3600 + 3300 - 2..=2 * 3600 + 3300).contains(&secs(ok.cache_duration)));
+
+    // Once the entry is inside the five-minute margin, the next exec fetches again.
+    entry.set_expires_at(kcp_common::testkit::unix_now() + 200);
+    p.request(ApiVersion::V1, IMAGE).accepted();
+    assert_eq!(upstream_calls(&world), (2, 2, 2));
+}
+
+#[test]
+fn login_servers_and_identities_get_their_own_entries() {
+    let world = World::new();
+    let p = cached(&world, world.mi_plugin(MI_CONFIG));
+    p.request(ApiVersion::V1, IMAGE).accepted();
+    p.request(ApiVersion::V1, "myreg.azurecr.io/again")
+        .accepted();
+    p.request(ApiVersion::V1, "other.azurecr.io/app").accepted();
+    assert_eq!(upstream_calls(&world).2, 2, "one exchange per login server");
+    // The service principal is another identity.
+    cached(&world, world.plugin(SP_CONFIG))
+        .request(ApiVersion::V1, IMAGE)
+        .accepted();
+    assert_eq!(upstream_calls(&world).2, 3);
+    let entries = cache_entries(&world.dir.path().join("cache"), 3);
+    for e in &entries {
+        assert!(!e.text.contains("sp-client-secret-Yy93") && !e.text.contains(ENTRA_TOKEN));
+    }
+}
+
+#[test]
+fn pods_of_one_service_account_share_an_entry_without_their_token() {
+    let world = World::new();
+    let p = cached(&world, world.plugin(SP_CONFIG));
+    let annotations = fields(&[
+        ("kubernetes.azure.com/acr-client-id", "pod-client"),
+        ("kubernetes.azure.com/acr-tenant-id", "pod-tenant"),
+    ]);
+    let aud = "api://AzureADTokenExchange";
+    let pod_a = service_account_token(aud, "team", "puller", "uid-1", "pod-a");
+    let pod_b = service_account_token(aud, "team", "puller", "uid-1", "pod-b");
+    let other = service_account_token(aud, "team", "builder", "uid-2", "pod-c");
+    for token in [&pod_a, &pod_b, &pod_a] {
+        p.request_with_token(ApiVersion::V1, IMAGE, Some(token), &annotations)
+            .accepted();
+    }
+    assert_eq!(world.entra.requests().len(), 1);
+    p.request_with_token(ApiVersion::V1, IMAGE, Some(&other), &annotations)
+        .accepted();
+    assert_eq!(world.entra.requests().len(), 2);
+    let entries = cache_entries(&world.dir.path().join("cache"), 2);
+    for e in &entries {
+        for token in [&pod_a, &pod_b, &other] {
+            // Neither the token nor its claims (the part unique to it).
+            let claims = token.split('.').nth(1).unwrap();
+            assert!(
+                !e.text.contains(token.as_str()) && !e.text.contains(claims),
+                "an SA token is on disk"
+            );
+        }
+    }
+}
+
+#[test]
+fn passthrough_answers_touch_no_cache() {
+    let world = World::new();
+    let p = cached(&world, world.plugin(SP_CONFIG)).args(["--service-principal-passthrough"]);
+    p.request(ApiVersion::V1, IMAGE).accepted();
+    assert!(!world.dir.path().join("cache").exists());
+}
