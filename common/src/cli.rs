@@ -32,18 +32,20 @@ pub struct CommonArgs {
     pub deadline: Option<GoDuration>,
 
     /// Keep registry tokens on disk so concurrent and later execs (and restarted kubelets) reuse
-    /// one upstream token [default dir: /var/lib/kubelet-credential-provider/token-cache].
-    #[arg(long, env = token_cache::ENABLE_ENV, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", global = true)]
+    /// one upstream token (also CREDENTIAL_PROVIDER_TOKEN_CACHE)
+    /// [default dir: /var/lib/kubelet-credential-provider/token-cache].
+    #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", global = true)]
     pub token_cache: Option<bool>,
 
-    /// Directory of the token cache; setting it turns the cache on.
-    #[arg(long, env = token_cache::DIR_ENV, value_name = "DIR", global = true)]
+    /// Directory of the token cache; setting it turns the cache on (also
+    /// CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR).
+    #[arg(long, value_name = "DIR", global = true)]
     pub token_cache_dir: Option<PathBuf>,
 
     /// Lower cacheDuration by a random 0..PERCENT %, so nodes that started together do not all
-    /// refresh together; 0 turns it off.
-    #[arg(long, env = cache_hint::JITTER_ENV, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), default_value_t = cache_hint::DEFAULT_JITTER_PERCENT, global = true)]
-    pub cache_jitter: u8,
+    /// refresh together; 0 turns it off (also CREDENTIAL_PROVIDER_CACHE_JITTER) [default: 10].
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), global = true)]
+    pub cache_jitter: Option<u8>,
 }
 
 impl CommonArgs {
@@ -57,16 +59,59 @@ impl CommonArgs {
         Verbosity::resolve(from_args)
     }
 
-    /// The token cache, when the flags or the environment turn it on.
-    pub fn token_cache(&self) -> Option<TokenCache> {
-        let on = self.token_cache.unwrap_or(self.token_cache_dir.is_some());
-        on.then(|| {
-            TokenCache::new(
-                self.token_cache_dir
-                    .clone()
-                    .unwrap_or_else(|| PathBuf::from(token_cache::DEFAULT_DIR)),
-            )
-        })
+    /// The token cache, when the flags or the environment turn it on. Flags win over the
+    /// environment; an empty variable counts as unset.
+    pub fn token_cache(&self) -> Result<Option<TokenCache>, String> {
+        let on = match self.token_cache {
+            Some(on) => Some(on),
+            None => match env_text(token_cache::ENABLE_ENV) {
+                Some(text) => Some(parse_bool(&text).ok_or_else(|| {
+                    format!(
+                        "{}: {text:?} is not a boolean (true/false)",
+                        token_cache::ENABLE_ENV
+                    )
+                })?),
+                None => None,
+            },
+        };
+        let dir = self
+            .token_cache_dir
+            .clone()
+            .or_else(|| env_text(token_cache::DIR_ENV).map(PathBuf::from));
+        let on = on.unwrap_or(dir.is_some());
+        Ok(on.then(|| {
+            TokenCache::new(dir.unwrap_or_else(|| PathBuf::from(token_cache::DEFAULT_DIR)))
+        }))
+    }
+
+    /// The fleet-jitter percentage from the flag, else the environment, else the default.
+    pub fn cache_jitter(&self) -> Result<u8, String> {
+        if let Some(percent) = self.cache_jitter {
+            return Ok(percent);
+        }
+        match env_text(cache_hint::JITTER_ENV) {
+            None => Ok(cache_hint::DEFAULT_JITTER_PERCENT),
+            Some(text) => text
+                .parse::<u8>()
+                .ok()
+                .filter(|p| *p <= 100)
+                .ok_or_else(|| {
+                    format!(
+                        "{}: {text:?} is not a percentage from 0 to 100",
+                        cache_hint::JITTER_ENV
+                    )
+                }),
+        }
+    }
+
+    /// Checks every setting that has no parser of its own (environment variables), so a bad
+    /// one fails the run up front as a usage error.
+    pub fn validate(&self) -> Result<(), String> {
+        self.verbosity()?;
+        self.deadline()?;
+        self.cache_jitter()?;
+        self.token_cache()?;
+        Ok(())
     }
 
     /// The overall deadline from the flag, else [`DEADLINE_ENV`], else [`DEFAULT_DEADLINE`].
@@ -84,6 +129,23 @@ impl CommonArgs {
             .to_std()
             .filter(|d| !d.is_zero())
             .ok_or_else(|| format!("deadline must be positive, got {chosen}"))
+    }
+}
+
+/// A variable's trimmed value; unset and empty are the same.
+fn env_text(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// `true`/`false` and the usual spellings of them, as clap's boolish parser reads flags.
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "y" | "on" => Some(true),
+        "false" | "0" | "no" | "n" | "off" => Some(false),
+        _ => None,
     }
 }
 

@@ -42,6 +42,9 @@ pub fn run<E: Into<ProviderError>>(
             return fail(EXIT_USAGE, &e);
         }
     }
+    if let Err(e) = common.validate() {
+        return fail(EXIT_USAGE, &e);
+    }
     let budget = match common.deadline() {
         Ok(d) => d,
         Err(e) => return fail(EXIT_USAGE, &e),
@@ -58,7 +61,9 @@ pub fn run<E: Into<ProviderError>>(
     run_with_input(
         &bytes,
         deadline,
-        common.cache_jitter,
+        common
+            .cache_jitter()
+            .unwrap_or(cache_hint::DEFAULT_JITTER_PERCENT),
         provide,
         &mut std::io::stdout().lock(),
     )

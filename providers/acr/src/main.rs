@@ -132,7 +132,8 @@ fn main() -> ExitCode {
         sp_passthrough: cli.service_principal_passthrough,
         token_scope: cli.token_scope.filter(|s| !s.trim().is_empty()),
         identity_bindings: cli.ib_sni_name.is_some_and(|s| !s.trim().is_empty()),
-        token_cache: cli.common.token_cache(),
+        // A bad setting fails the run in `runner::run`, before the provider is asked.
+        token_cache: cli.common.token_cache().ok().flatten(),
     };
     kcp_common::runner::run(&cli.common, async |request, deadline| {
         provider.credentials(request, deadline).await

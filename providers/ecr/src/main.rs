@@ -55,7 +55,8 @@ fn main() -> ExitCode {
         strict_hosts: cli.strict_hosts,
         role_annotations: cli.role_annotations,
         cache_policy: CachePolicy::HalfRemaining,
-        token_cache: cli.common.token_cache(),
+        // A bad setting fails the run in `runner::run`, before the provider is asked.
+        token_cache: cli.common.token_cache().ok().flatten(),
     };
     kcp_common::runner::run(&cli.common, async |request, deadline| {
         provider.credentials(request, deadline).await

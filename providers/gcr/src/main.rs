@@ -201,7 +201,8 @@ fn build(cli: Cli) -> Result<(CommonArgs, GcrProvider), String> {
         username: cli.username,
         strict_hosts: cli.strict_hosts,
         cache,
-        token_cache: cli.common.token_cache(),
+        // A bad setting fails the run in `runner::run`, before the provider is asked.
+        token_cache: cli.common.token_cache().ok().flatten(),
     };
     Ok((cli.common, provider))
 }
