@@ -95,3 +95,28 @@ pub fn write_script(path: &Path, body: &str) {
     perm.set_mode(0o755);
     std::fs::set_permissions(path, perm).expect("chmod");
 }
+
+/// Our provider binaries, by file name.
+pub const PROVIDERS: [&str; 4] = [
+    "ecr-credential-provider",
+    "acr-credential-provider",
+    "gcr-credential-provider",
+    "static-credential-provider",
+];
+
+/// The directory holding the workspace's built binaries: the checker's own. `cargo test
+/// --workspace` (what `scripts/test` runs) builds every binary of the workspace before any test.
+pub fn target_bin_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_BIN_EXE_credential-provider-check"))
+        .parent()
+        .expect("the checker lives in a directory")
+        .to_path_buf();
+    for name in PROVIDERS {
+        assert!(
+            dir.join(name).is_file(),
+            "{} is missing: build the whole workspace first (cargo test --workspace, as scripts/test does)",
+            dir.join(name).display()
+        );
+    }
+    dir
+}

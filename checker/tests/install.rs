@@ -1,0 +1,792 @@
+//! `scripts/install` against a `--root` temp dir, with the workspace's built binaries (`--from`
+//! the target dir): fresh install, idempotent rerun, dry run, refusal of foreign files, upgrades of
+//! its own, the config-directory drop-in, and that what it writes passes the checker.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{check, messages, target_bin_dir, write_script};
+use kcp_common::testkit::TempDir;
+
+const BIN_DIR: &str = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
+const CONFIG: &str = "etc/kubernetes/credential-provider-config.yaml";
+const MANIFEST: &str = ".kubelet-credential-providers.sha256";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install")
+}
+
+/// Runs `scripts/install --root ROOT --from <target dir> ARGS`.
+fn install(root: &Path, args: &[&str]) -> Out {
+    install_from(root, &target_bin_dir(), args)
+}
+
+fn install_from(root: &Path, from: &Path, args: &[&str]) -> Out {
+    let checker = env!("CARGO_BIN_EXE_credential-provider-check");
+    let out = Command::new("bash")
+        .arg(script())
+        .arg("--root")
+        .arg(root)
+        .arg("--from")
+        .arg(from)
+        .arg("--checker")
+        .arg(checker)
+        .args(args)
+        .output()
+        .expect("running scripts/install");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// What a change to one entry would touch: mode, size, mtime (s, ns), inode, content.
+type Entry = (u32, u64, i64, i64, u64, Vec<u8>);
+
+/// Every entry under `root`.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let content = if meta.is_file() {
+                std::fs::read(&path).unwrap()
+            } else {
+                Vec::new()
+            };
+            out.insert(
+                path.strip_prefix(root).unwrap().to_path_buf(),
+                (
+                    meta.mode(),
+                    meta.len(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.ino(),
+                    content,
+                ),
+            );
+            if meta.is_dir() {
+                walk(root, &path, out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn files(root: &Path) -> Vec<String> {
+    snapshot(root)
+        .into_iter()
+        .filter(|(p, _)| root.join(p).is_file() || root.join(p).is_symlink())
+        .map(|(p, _)| p.display().to_string())
+        .collect()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// `validate --output json` with the kubelet's start-up checks on `bin`.
+fn validate_with_bins(config: &Path, bin: &Path) -> serde_json::Value {
+    let run = check([
+        "validate".as_ref(),
+        "--output".as_ref(),
+        "json".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--bin-dir".as_ref(),
+        bin.as_os_str(),
+    ]);
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report}");
+    assert!(messages(&report, "errors").is_empty(), "{report}");
+    assert!(
+        messages(&report, "registrationErrors").is_empty(),
+        "{report}"
+    );
+    assert!(messages(&report, "warnings").is_empty(), "{report}");
+    report
+}
+
+fn provider_names(report: &serde_json::Value) -> Vec<String> {
+    report["config"]["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The failure contract: exit 1, one stderr line saying why, nothing on stdout claiming success.
+fn refused(out: &Out, why: &str) {
+    assert_eq!(
+        out.code, 1,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with("install: error: ") && out.stderr.contains(why),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("(nothing was changed)"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing() {
+    let dir = TempDir::new("install-fresh");
+    let root = dir.path();
+    let out = install(root, &["--providers", "ecr,acr,gcr"]);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert_eq!(out.stderr, "");
+
+    let bin = root.join(BIN_DIR);
+    let target = target_bin_dir();
+    for name in [
+        "ecr-credential-provider",
+        "acr-credential-provider",
+        "gcr-credential-provider",
+    ] {
+        assert_eq!(
+            std::fs::read(bin.join(name)).unwrap(),
+            std::fs::read(target.join(name)).unwrap(),
+            "{name} is a copy of the build"
+        );
+        assert_eq!(mode(&bin.join(name)), 0o755, "{name}");
+        assert!(
+            out.stdout
+                .contains(&format!("install: {}\n", bin.join(name).display())),
+            "{}",
+            out.stdout
+        );
+    }
+    let config = root.join(CONFIG);
+    assert_eq!(mode(&config), 0o644);
+    assert_eq!(mode(&bin.join(MANIFEST)), 0o644);
+    // Only what it announced: no temp files left behind, static not installed.
+    assert_eq!(
+        files(root),
+        [
+            CONFIG.to_owned(),
+            format!("{BIN_DIR}/{MANIFEST}"),
+            format!("{BIN_DIR}/acr-credential-provider"),
+            format!("{BIN_DIR}/ecr-credential-provider"),
+            format!("{BIN_DIR}/gcr-credential-provider"),
+        ]
+    );
+    let manifest = std::fs::read_to_string(bin.join(MANIFEST)).unwrap();
+    assert_eq!(manifest.lines().count(), 3, "{manifest}");
+    assert!(
+        manifest
+            .lines()
+            .all(|l| l.len() == 64 + 2 + "ecr-credential-provider".len())
+    );
+
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(
+        text.starts_with("# Managed by kubelet-credential-providers scripts/install (sha256:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("      - \"/etc/kubernetes/azure.json\"\n"),
+        "{text}"
+    );
+    assert!(!text.contains("tokenAttributes"), "{text}");
+    let report = validate_with_bins(&config, &bin);
+    assert_eq!(
+        provider_names(&report),
+        [
+            "ecr-credential-provider",
+            "acr-credential-provider",
+            "gcr-credential-provider"
+        ]
+    );
+    assert!(
+        out.stdout.ends_with(
+            "5 change(s) made\n\
+             kubelet flags:\n  \
+             --image-credential-provider-config=/etc/kubernetes/credential-provider-config.yaml\n  \
+             --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\n\
+             restart the kubelet to load the new config (binary updates need no restart)\n\
+             note: /etc/kubernetes/azure.json does not exist yet; acr-credential-provider fails until it does\n"
+        ),
+        "{}",
+        out.stdout
+    );
+
+    // The installed config matches what the ready kubeadm config says for the same images.
+    let run = check([
+        "match".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "myregistry.westeurope.geo.azurecr.io/app".as_ref(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+
+    let before = snapshot(root);
+    let again = install(root, &["--providers", "ecr,acr,gcr"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stdout
+            .contains("nothing to do: everything is up to date\n"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(
+        again.stdout.matches("unchanged: ").count(),
+        4,
+        "{}",
+        again.stdout
+    );
+    assert!(
+        !again.stdout.contains("restart the kubelet"),
+        "{}",
+        again.stdout
+    );
+    assert_eq!(snapshot(root), before, "a rerun touched something");
+}
+
+#[test]
+fn dry_run_touches_nothing_and_shows_the_config() {
+    let dir = TempDir::new("install-dry");
+    let root = dir.path();
+    let out = install(root, &["--providers", "ecr,gcr", "--dry-run"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(snapshot(root).is_empty(), "dry run wrote {:?}", files(root));
+    assert!(
+        out.stdout.contains(&format!(
+            "would install: {}\n",
+            root.join(BIN_DIR).join("ecr-credential-provider").display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains(&format!(
+            "would install config: {}\n",
+            root.join(CONFIG).display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("  - name: gcr-credential-provider\n"));
+    assert!(
+        out.stdout
+            .contains("dry run: 4 change(s) planned, nothing was touched\n"),
+        "{}",
+        out.stdout
+    );
+
+    // After a real install, a dry run of a different config plans an update and keeps the old one.
+    assert_eq!(install(root, &["--providers", "ecr,gcr"]).code, 0);
+    let before = snapshot(root);
+    let out = install(
+        root,
+        &[
+            "--providers",
+            "ecr,gcr",
+            "--cache-duration",
+            "30m",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(&format!(
+            "would update config: {}\n",
+            root.join(CONFIG).display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("    defaultCacheDuration: \"30m\"\n"));
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn a_foreign_binary_is_never_replaced_without_force() {
+    let dir = TempDir::new("install-foreign-bin");
+    let root = dir.path();
+    let bin = root.join(BIN_DIR);
+    std::fs::create_dir_all(&bin).unwrap();
+    // E.g. the upstream Go plugin of the same name.
+    write_script(&bin.join("ecr-credential-provider"), "echo upstream");
+    let before = snapshot(root);
+    let out = install(root, &["--providers", "ecr,gcr"]);
+    refused(
+        &out,
+        &format!(
+            "{} exists and was not installed by this script (sha256 ",
+            bin.join("ecr-credential-provider").display()
+        ),
+    );
+    assert!(out.stderr.contains("--force replaces it"), "{}", out.stderr);
+    assert_eq!(snapshot(root), before, "a refusal must change nothing");
+
+    // A symlink in its place is not ours either.
+    std::fs::remove_file(bin.join("ecr-credential-provider")).unwrap();
+    std::os::unix::fs::symlink("/bin/true", bin.join("ecr-credential-provider")).unwrap();
+    let out = install(root, &["--providers", "ecr"]);
+    refused(&out, "exists and is not a regular file");
+
+    let out = install(root, &["--providers", "ecr,gcr", "--force"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(&format!(
+        "replace: {}\n",
+        bin.join("ecr-credential-provider").display()
+    )));
+    assert!(!bin.join("ecr-credential-provider").is_symlink());
+    assert_eq!(
+        std::fs::read(bin.join("ecr-credential-provider")).unwrap(),
+        std::fs::read(target_bin_dir().join("ecr-credential-provider")).unwrap()
+    );
+    validate_with_bins(&root.join(CONFIG), &bin);
+}
+
+#[test]
+fn its_own_older_binaries_are_upgraded() {
+    let dir = TempDir::new("install-upgrade");
+    let root = dir.path();
+    // A previous release: stand-ins that answer --version like the real ones.
+    let old = dir.path().join("old-release");
+    std::fs::create_dir_all(&old).unwrap();
+    write_script(
+        &old.join("ecr-credential-provider"),
+        "echo ecr-credential-provider 0.0.1",
+    );
+    let out = install_from(root, &old, &["--providers", "ecr", "--no-config"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.ends_with(
+            "kubelet flags:\n  --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\n"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(!root.join(CONFIG).exists());
+
+    let out = install(root, &["--providers", "ecr"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let bin = root.join(BIN_DIR);
+    assert!(
+        out.stdout.contains(&format!(
+            "update: {}\n",
+            bin.join("ecr-credential-provider").display()
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        std::fs::read(bin.join("ecr-credential-provider")).unwrap(),
+        std::fs::read(target_bin_dir().join("ecr-credential-provider")).unwrap()
+    );
+}
+
+#[test]
+fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
+    let dir = TempDir::new("install-foreign-config");
+    let root = dir.path();
+    let config = root.join(CONFIG);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let platform = std::fs::read(common::configs_dir().join("real/kops-aws.yaml")).unwrap();
+    std::fs::write(&config, &platform).unwrap();
+    let before = snapshot(root);
+    let out = install(root, &["--providers", "ecr"]);
+    refused(
+        &out,
+        &format!(
+            "{} exists and was not written by this script; use --config-dir (kubelet >= 1.34) or another --config path, or --force",
+            config.display()
+        ),
+    );
+    assert_eq!(snapshot(root), before);
+
+    // Its own file, edited by hand afterwards.
+    std::fs::remove_file(&config).unwrap();
+    assert_eq!(install(root, &["--providers", "ecr"]).code, 0);
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text = text.replace("\"12h\"", "\"24h\"");
+    std::fs::write(&config, &text).unwrap();
+    let before = snapshot(root);
+    let out = install(root, &["--providers", "ecr"]);
+    refused(
+        &out,
+        "was edited by hand since this script wrote it; --force overwrites the edits",
+    );
+    assert_eq!(snapshot(root), before);
+
+    let out = install(root, &["--providers", "ecr", "--force"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("replace config: "), "{}", out.stdout);
+    assert!(
+        std::fs::read_to_string(&config)
+            .unwrap()
+            .contains("\"12h\"")
+    );
+
+    // A config it wrote and nobody edited is updated without --force.
+    let out = install(root, &["--providers", "ecr,gcr"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("update config: "), "{}", out.stdout);
+    assert!(out.stdout.contains("restart the kubelet"), "{}", out.stdout);
+}
+
+#[test]
+fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
+    let dir = TempDir::new("install-dropin");
+    let root = dir.path();
+    let conf_d = root.join("etc/kubernetes/image-credential-providers.d");
+    std::fs::create_dir_all(&conf_d).unwrap();
+    // The platform's own file and binary (AKS-style), which must stay as they are.
+    std::fs::copy(
+        common::configs_dir().join("real/aks.yaml"),
+        conf_d.join("10-platform.yaml"),
+    )
+    .unwrap();
+    let bin = root.join(BIN_DIR);
+    std::fs::create_dir_all(&bin).unwrap();
+    write_script(&bin.join("acr-credential-provider"), "exit 1");
+    let platform_before = snapshot(&conf_d);
+
+    let args = [
+        "--providers",
+        "ecr,gcr",
+        "--config-dir",
+        "/etc/kubernetes/image-credential-providers.d",
+        "--service-account",
+        "--gcr-identity-provider",
+        "https://container.googleapis.com/v1/projects/p/locations/l/clusters/c",
+        "--gcr-project-id",
+        "p",
+    ];
+    let out = install(root, &args);
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let dropin = conf_d.join("50-kubelet-credential-providers.yaml");
+    assert_eq!(mode(&dropin), 0o644);
+    assert!(
+        platform_before
+            .iter()
+            .all(|(p, v)| snapshot(&conf_d).get(p) == Some(v))
+    );
+    assert!(
+        out.stdout.contains(
+            "  --image-credential-provider-config=/etc/kubernetes/image-credential-providers.d   (a directory: kubelet >= 1.34)\n"
+        ),
+        "{}",
+        out.stdout
+    );
+
+    // The kubelet's view of the directory: the platform's provider, then ours.
+    let report = validate_with_bins(&conf_d, &bin);
+    assert_eq!(report["config"]["directory"], true);
+    assert_eq!(
+        provider_names(&report),
+        [
+            "acr-credential-provider",
+            "ecr-credential-provider",
+            "gcr-credential-provider"
+        ]
+    );
+    let token_mode: Vec<bool> = report["config"]["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tokenAttributes"].as_bool().unwrap())
+        .collect();
+    assert_eq!(token_mode, [false, true, true]);
+    let text = std::fs::read_to_string(&dropin).unwrap();
+    assert!(text.contains("      serviceAccountTokenAudience: \"sts.amazonaws.com\"\n"));
+    assert!(text.contains("      serviceAccountTokenAudience: \"p.svc.id.goog\"\n"));
+    assert!(text.contains("      - \"--project-id=p\"\n"));
+
+    let before = snapshot(root);
+    let again = install(root, &args);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again
+            .stdout
+            .contains("nothing to do: everything is up to date\n")
+    );
+    assert_eq!(snapshot(root), before);
+
+    // A provider the platform already configures: the kubelet would refuse the directory.
+    let out = install(
+        root,
+        &[
+            "--providers",
+            "acr",
+            "--bin-dir",
+            "/opt/bin",
+            "--config-dir",
+            "/etc/kubernetes/image-credential-providers.d",
+            "--config-name",
+            "60-acr.yaml",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(&format!(
+            "{}: duplicate provider name \"acr-credential-provider\" found in configuration file(s)",
+            conf_d.join("60-acr.yaml").display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.ends_with(
+            "install: error: credential-provider-check rejects /etc/kubernetes/image-credential-providers.d with the new drop-in (above); nothing was changed\n"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn options_shape_the_config() {
+    let dir = TempDir::new("install-options");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("etc/kubernetes")).unwrap();
+    std::fs::write(root.join("etc/kubernetes/harbor-password"), "x\n").unwrap();
+    let out = install(
+        root,
+        &[
+            "--providers",
+            "static,ecr",
+            "--config=/etc/kubernetes/custom.yml",
+            "--bin-dir=/opt/bin",
+            "--static-registry",
+            "harbor.example.com, *.harbor.example.com",
+            "--static-username",
+            "robot$puller",
+            "--static-password-file",
+            "/etc/kubernetes/harbor-password",
+            "--match-images",
+            "ecr=123456789012.dkr.ecr.us-east-1.amazonaws.com",
+            "--arg",
+            "ecr=--strict-hosts",
+            "--env",
+            "ecr=HTTPS_PROXY=http://proxy.internal:3128",
+            "--cache-duration",
+            "2h",
+        ],
+    );
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let config = root.join("etc/kubernetes/custom.yml");
+    validate_with_bins(&config, &root.join("opt/bin"));
+    let text = std::fs::read_to_string(&config).unwrap();
+    let body = text.split_once("providers:\n").unwrap().1;
+    assert_eq!(
+        body,
+        r#"  - name: static-credential-provider
+    matchImages:
+      - "harbor.example.com"
+      - "*.harbor.example.com"
+    defaultCacheDuration: "2h"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "--registry=harbor.example.com,*.harbor.example.com"
+      - "--username=robot$puller"
+      - "--password-file=/etc/kubernetes/harbor-password"
+  - name: ecr-credential-provider
+    matchImages:
+      - "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+    defaultCacheDuration: "2h"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "get-credentials"
+      - "--strict-hosts"
+    env:
+      - name: "HTTPS_PROXY"
+        value: "http://proxy.internal:3128"
+"#
+    );
+    assert!(
+        out.stdout
+            .contains("  --image-credential-provider-bin-dir=/opt/bin\n")
+    );
+    assert!(!out.stdout.contains("note:"), "{}", out.stdout);
+
+    // Older kubelets: the whole config in v1beta1.
+    let out = install(
+        root,
+        &[
+            "--providers",
+            "gcr",
+            "--config",
+            "/etc/kubernetes/old.yaml",
+            "--api-version",
+            "v1beta1",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(root.join("etc/kubernetes/old.yaml")).unwrap();
+    assert!(text.contains("apiVersion: kubelet.config.k8s.io/v1beta1\n"));
+    assert!(text.contains("    apiVersion: credentialprovider.kubelet.k8s.io/v1beta1\n"));
+}
+
+#[test]
+fn usage_errors_are_one_line_and_touch_nothing() {
+    let dir = TempDir::new("install-usage");
+    let root = dir.path();
+    for (args, why) in [
+        (&[][..], "choose the providers: --providers"),
+        (
+            &["--providers", "ecr,quay"][..],
+            "unknown provider \"quay\" in --providers",
+        ),
+        (
+            &["--providers", "ecr", "--bogus"][..],
+            "unknown option \"--bogus\"",
+        ),
+        (
+            &[
+                "--providers",
+                "ecr",
+                "--config",
+                "/a.yaml",
+                "--config-dir",
+                "/b",
+            ][..],
+            "use either --config or --config-dir, not both",
+        ),
+        (
+            &["--providers", "ecr", "--config", "/etc/eks/config.json"][..],
+            "this script writes YAML",
+        ),
+        (
+            &["--providers", "ecr", "--bin-dir", "relative/dir"][..],
+            "--bin-dir must be an absolute path",
+        ),
+        (
+            &["--providers", "gcr", "--service-account"][..],
+            "gcr with --service-account needs --gcr-identity-provider and --gcr-project-id (GKE), or --gcr-wif-audience",
+        ),
+        (
+            &[
+                "--providers",
+                "ecr",
+                "--service-account",
+                "--api-version",
+                "v1beta1",
+            ][..],
+            "--service-account needs --api-version v1",
+        ),
+        (
+            &["--providers", "ecr", "--cache-duration", "1d"][..],
+            "--cache-duration must be a Go duration",
+        ),
+        (
+            &["--providers", "static"][..],
+            "static needs --static-registry, --static-username and --static-password-file",
+        ),
+        (
+            &["--providers", "ecr", "--arg", "gcr=-v"][..],
+            "options for gcr given, but gcr is not in --providers",
+        ),
+    ] {
+        let out = install(root, args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.starts_with("install: error: ") && out.stderr.contains(why),
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert_eq!(out.stdout, "");
+    }
+    assert!(snapshot(root).is_empty());
+
+    // Missing binaries in --from: exit 1, named.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = install_from(root, &empty, &["--providers", "ecr"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains(&format!(
+            "ecr-credential-provider not found in {}",
+            empty.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    // A binary that cannot run here (wrong architecture, missing libraries) is caught before install.
+    write_script(&empty.join("ecr-credential-provider"), "exit 126");
+    let out = install_from(root, &empty, &["--providers", "ecr"]);
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr.contains("does not run on this machine"),
+        "{}",
+        out.stderr
+    );
+    assert!(!root.join(BIN_DIR).exists());
+}
+
+#[test]
+fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
+    let dir = TempDir::new("install-dropin-bins");
+    let root = dir.path();
+    let conf_d = root.join("etc/kubernetes/image-credential-providers.d");
+    std::fs::create_dir_all(&conf_d).unwrap();
+    // GKE's file names auth-provider-gcp, which is not in the bin dir we install into.
+    std::fs::copy(
+        common::configs_dir().join("real/gke.yaml"),
+        conf_d.join("00-gke.yaml"),
+    )
+    .unwrap();
+    let before = snapshot(root);
+    let out = install(
+        root,
+        &[
+            "--providers",
+            "ecr",
+            "--config-dir",
+            "/etc/kubernetes/image-credential-providers.d",
+        ],
+    );
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains(&format!(
+            "error: plugin binary executable {} did not exist\n",
+            root.join(BIN_DIR).join("auth-provider-gcp").display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.ends_with("nothing was changed\n"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(snapshot(root), before);
+}
