@@ -75,7 +75,6 @@ impl FromStr for Verbosity {
 /// Third-party crates that log whole request and response bodies (tokens included) at TRACE.
 /// They are capped at DEBUG, whatever the verbosity; our own crates may trace.
 const BODY_LOGGING_CRATES: &[&str] = &[
-    "aws_config",
     "aws_runtime",
     "aws_sdk_ecr",
     "aws_sdk_ecrpublic",
@@ -96,6 +95,12 @@ const BODY_LOGGING_CRATES: &[&str] = &[
     "typespec_client_core",
 ];
 
+/// Crates whose events embed raw HTTP responses in their text, headers and body included:
+/// aws-config's credential chain logs each failed provider with `DisplayErrorContext`, whose
+/// form ends in a Debug dump of the response (an instance-metadata body can hold role
+/// credentials). Never shown; our own error line names the source and the cause.
+const RAW_RESPONSE_CRATES: &[&str] = &["aws_config"];
+
 /// Starts logging to stderr. Calling it twice is harmless (the second call does nothing).
 pub fn init(verbosity: Verbosity) {
     use tracing_subscriber::layer::SubscriberExt;
@@ -107,6 +112,9 @@ pub fn init(verbosity: Verbosity) {
         tracing_subscriber::filter::Targets::new().with_default(level),
         |f, krate| f.with_target(*krate, capped),
     );
+    let filter = RAW_RESPONSE_CRATES
+        .iter()
+        .fold(filter, |f, krate| f.with_target(*krate, LevelFilter::OFF));
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
