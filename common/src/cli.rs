@@ -96,7 +96,7 @@ pub fn parse_lenient<T: clap::Parser>(
                 let Some(clap::error::ContextValue::String(flag)) =
                     e.get(clap::error::ContextKind::InvalidArg)
                 else {
-                    e.exit();
+                    exit_on(e);
                 };
                 let flag = flag.split('=').next().unwrap_or(flag).to_owned();
                 // Skip argv[0]; drop the first argument spelled as the flag (with or without `=value`).
@@ -109,13 +109,36 @@ pub fn parse_lenient<T: clap::Parser>(
                             || (short && a.starts_with(&flag) && !a.starts_with("--"))
                     })
                 }) else {
-                    e.exit();
+                    exit_on(e);
                 };
                 dropped.push(args.remove(index + 1).to_string_lossy().into_owned());
             }
-            Err(e) => e.exit(),
+            Err(e) => exit_on(e),
         }
     }
+}
+
+/// Ends the process on a clap outcome: `--help` and `--version` print as clap does; a usage
+/// error (a bad flag value, a missing required flag) becomes one line on stderr and exit 2 like
+/// every other failure, because the kubelet appends stderr verbatim to its log and clap's own
+/// form spans several lines.
+fn exit_on(e: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        e.exit();
+    }
+    // "error: <what>\n[details]\n\nUsage: …\n\nFor more information, try '--help'.\n"
+    let rendered = e.render().to_string();
+    let what = rendered.split("\n\n").next().unwrap_or(&rendered);
+    let what = what.strip_prefix("error: ").unwrap_or(what);
+    crate::logging::init(Verbosity::DEFAULT);
+    tracing::error!("{} (see --help)", crate::logging::one_line(what));
+    std::process::exit(i32::from(crate::runner::EXIT_USAGE));
 }
 
 /// What every provider's `main` does first: parse `args` leniently (see [`parse_lenient`]), start
