@@ -125,7 +125,7 @@ impl AcrProvider {
             identity::entra_token(&identity, &cloud, scope, &http, budget, deadline),
             exchange::discover(&http, &target.login, &suffixes, deadline),
         )?;
-        let refresh = exchange::exchange(
+        let (refresh, server_date) = exchange::exchange(
             &http,
             &exchange_target,
             &entra,
@@ -133,14 +133,16 @@ impl AcrProvider {
             deadline,
         )
         .await?;
-        let cache_duration = cache_duration(&refresh, SystemTime::now());
+        let now = kcp_common::cache_hint::expiry_clock(SystemTime::now(), server_date.as_deref());
+        let cache_duration = cache_duration(&refresh, now);
         tracing::info!(login_server = %target.login.host, %cache_duration, "ACR refresh token obtained");
         Ok(answer(&target.auth_keys, &refresh, cache_duration))
     }
 }
 
 /// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
-/// [`FALLBACK_CACHE`] when it carries no readable `exp`.
+/// [`FALLBACK_CACHE`] when it carries no readable `exp`. `now` is the later of the node's and the
+/// registry's clocks ([`kcp_common::cache_hint::expiry_clock`]).
 pub fn cache_duration(refresh: &Secret, now: SystemTime) -> GoDuration {
     match kcp_common::cache_hint::jwt_expiry(refresh.expose()) {
         Some(exp) => CachePolicy::RemainingMinus(CACHE_MARGIN).cache_duration(Some(exp), now),
