@@ -210,26 +210,36 @@ pub fn parse_lenient<T: clap::Parser>(
     }
 }
 
-/// Ends the process for a clap outcome: help and version as clap prints them, a bad flag or
-/// value as one line on stderr and exit status 2, like every other failure of a plugin.
+/// Ends the process on a clap outcome: `--help` and `--version` print as clap does; a usage
+/// error (a bad flag value, a missing required flag) becomes one line on stderr and exit 2 like
+/// every other failure, because the kubelet appends stderr verbatim to its log and clap's own
+/// form spans several lines.
 fn exit_on(e: clap::Error) -> ! {
     use clap::error::ErrorKind;
-    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
         e.exit();
     }
-    eprintln!("{}", one_line_usage_error(&e.render().to_string()));
+    crate::logging::init(Verbosity::DEFAULT);
+    tracing::error!("{}", one_line_usage_error(&e.render().to_string()));
     std::process::exit(i32::from(crate::runner::EXIT_USAGE));
 }
 
-/// clap's multi-line error text as one line: its first line, pointing at `--help`.
+/// clap's error text as one line: what is wrong, pointing at `--help`.
 fn one_line_usage_error(rendered: &str) -> String {
-    let first = rendered
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("invalid command line");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    format!("invalid command line: {first} (see --help)")
+    // "error: <what>\n[details]\n\nUsage: …\n\nFor more information, try '--help'.\n"
+    let what = rendered.split("\n\n").next().unwrap_or(rendered).trim();
+    let what = what.strip_prefix("error: ").unwrap_or(what);
+    let what = if what.is_empty() {
+        "invalid command line"
+    } else {
+        what
+    };
+    format!("{} (see --help)", crate::logging::one_line(what))
 }
 
 /// What every provider's `main` does first: parse `args` leniently (see [`parse_lenient`]), start

@@ -73,7 +73,8 @@ impl FromStr for Verbosity {
 }
 
 /// Third-party crates that log whole request and response bodies (tokens included) at TRACE.
-/// They are capped at DEBUG, whatever the verbosity; our own crates may trace.
+/// They are capped at DEBUG, whatever the verbosity (our own crates may trace), and show only
+/// errors at the default verbosity.
 const BODY_LOGGING_CRATES: &[&str] = &[
     "aws_runtime",
     "aws_sdk_ecr",
@@ -107,7 +108,14 @@ pub fn init(verbosity: Verbosity) {
     use tracing_subscriber::util::SubscriberInitExt;
 
     let level = verbosity.level();
-    let capped = level.min(LevelFilter::DEBUG);
+    // At the default level their warnings are left out too: they can span lines (the AWS SDK's
+    // "failed to parse profile" does), and a failure must read as our one line, which already
+    // carries the cause. `-v` brings them back.
+    let capped = if level <= LevelFilter::WARN {
+        level.min(LevelFilter::ERROR)
+    } else {
+        level.min(LevelFilter::DEBUG)
+    };
     let filter = BODY_LOGGING_CRATES.iter().fold(
         tracing_subscriber::filter::Targets::new().with_default(level),
         |f, krate| f.with_target(*krate, capped),

@@ -69,10 +69,8 @@ impl FromStr for ApiVersion {
             .into_iter()
             .find(|v| v.as_str() == s)
             .ok_or_else(|| match s.split_once('/') {
-                Some((group, _)) if group == GROUP => {
-                    RequestError::UnsupportedVersion(s.to_owned())
-                }
-                _ => RequestError::WrongGroup(s.to_owned()),
+                Some((group, _)) if group == GROUP => RequestError::UnsupportedVersion(clipped(s)),
+                _ => RequestError::WrongGroup(clipped(s)),
             })
     }
 }
@@ -182,7 +180,8 @@ pub enum RequestError {
     /// `image` unparsable.
     #[error("invalid image {image:?}: {source}")]
     InvalidImage {
-        /// The image as sent, with unprintable characters escaped by `{:?}`.
+        /// The image as sent (its first 256 characters), with unprintable characters escaped
+        /// by `{:?}`.
         image: String,
         /// What is wrong with it.
         source: ImageError,
@@ -234,7 +233,7 @@ impl CredentialProviderRequest {
         match string_field(object, "kind")? {
             None => return Err(RequestError::MissingKind),
             Some(REQUEST_KIND) => {}
-            Some(other) => return Err(RequestError::WrongKind(other.to_owned())),
+            Some(other) => return Err(RequestError::WrongKind(clipped(other))),
         }
         let api_version: ApiVersion = match string_field(object, "apiVersion")? {
             None | Some("") => return Err(RequestError::MissingApiVersion),
@@ -245,7 +244,7 @@ impl CredentialProviderRequest {
             Some(image) => image.to_owned(),
         };
         let image_ref = ImageRef::parse(&image).map_err(|source| RequestError::InvalidImage {
-            image: image.clone(),
+            image: clipped(&image),
             source,
         })?;
 
@@ -266,6 +265,18 @@ impl CredentialProviderRequest {
             service_account_token,
             service_account_annotations,
         })
+    }
+}
+
+/// At most this many characters of a request value are echoed in an error.
+const MAX_ECHO_CHARS: usize = 256;
+
+/// `text` cut to [`MAX_ECHO_CHARS`] with a trailing `…`: an error line quotes what was sent, and
+/// the kubelet copies that line into its log, so a megabyte of input must not come back out.
+fn clipped(text: &str) -> String {
+    match text.char_indices().nth(MAX_ECHO_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
 }
 

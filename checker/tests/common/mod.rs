@@ -45,11 +45,14 @@ where
         .envs(env.iter().copied())
         .output()
         .expect("running the checker");
-    Run {
+    let run = Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    };
+    // Like every plugin run of the test kit: no secret any fake issued may reach stderr.
+    kcp_common::testkit::secrets::assert_no_leak(&run.stderr, "the checker's stderr");
+    run
 }
 
 /// `testdata/configs` of the workspace.

@@ -55,12 +55,15 @@ pub struct FakeResponse {
 }
 
 impl FakeResponse {
-    /// A response with a status and body.
+    /// A response with a status and body. Secrets in a JSON body (tokens, passwords, keys) are
+    /// registered for the stderr scan (see [`super::secrets`]).
     pub fn new(status: u16, body: impl Into<Vec<u8>>) -> Self {
+        let body = body.into();
+        super::secrets::register_json(&body);
         FakeResponse {
             status,
             headers: Vec::new(),
-            body: body.into(),
+            body,
             hang: false,
             close: false,
         }

@@ -9,7 +9,8 @@
 //!
 //! Every run starts from an empty environment with only `PATH`, a fresh empty `HOME` and
 //! `CREDENTIAL_PROVIDER_CACHE_JITTER=0` (exact `cacheDuration`s), so a developer's `~/.aws` or
-//! cloud variables never leak into a test.
+//! cloud variables never leak into a test. Every run's stderr is scanned for every secret
+//! registered in [`secrets`] (see there), so no test can let one through.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -49,9 +50,21 @@ impl Plugin {
         }
     }
 
-    /// Adds an environment variable (later values win, as in the kubelet's merge).
+    /// Adds an environment variable (later values win, as in the kubelet's merge). A value whose
+    /// name looks secret ([`secrets::is_secret_env_name`]) is registered for the stderr scan.
     pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.exec.env.push((name.into(), value.into()));
+        let (name, value) = (name.into(), value.into());
+        if secrets::is_secret_env_name(&name) {
+            secrets::register(&value);
+        }
+        self.exec.env.push((name, value));
+        self
+    }
+
+    /// Registers a secret this plugin is given some other way (a file's content, say), so that
+    /// every run's stderr is checked for it.
+    pub fn secret(self, secret: impl AsRef<str>) -> Self {
+        secrets::register(secret);
         self
     }
 
@@ -92,25 +105,28 @@ impl Plugin {
         token: Option<&str>,
         annotations: &BTreeMap<String, String>,
     ) -> Outcome {
+        if let Some(token) = token {
+            secrets::register(token);
+        }
         let bytes = encode_request(api_version, image, token, annotations);
-        Outcome {
+        Outcome::new(Outcome {
             exec: self.exec.run(&bytes),
             api_version: Some(api_version),
             image: image.to_owned(),
             token: token.map(str::to_owned),
             cache_type_token: self.cache_type_token,
-        }
+        })
     }
 
     /// Sends arbitrary bytes on stdin.
     pub fn raw(&self, stdin: &[u8]) -> Outcome {
-        Outcome {
+        Outcome::new(Outcome {
             exec: self.exec.run(stdin),
             api_version: None,
             image: String::new(),
             token: None,
             cache_type_token: self.cache_type_token,
-        }
+        })
     }
 }
 
@@ -126,6 +142,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The one way an outcome comes to be: after the stderr scan for registered secrets.
+    fn new(outcome: Outcome) -> Outcome {
+        secrets::assert_no_leak(&outcome.stderr(), "stderr");
+        outcome
+    }
+
     /// stderr as text.
     pub fn stderr(&self) -> String {
         self.exec.stderr_text()
@@ -206,11 +228,41 @@ pub fn unix_now() -> u64 {
         .unwrap_or(0)
 }
 
-/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time, for fakes that answer with timestamps (civil from
-/// days, proleptic Gregorian calendar).
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time, for fakes that answer with timestamps.
 pub fn rfc3339(secs: u64) -> String {
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let (y, m, d, _) = civil(secs);
     let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// An HTTP `Date` header value (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) for a Unix time,
+/// for fakes whose clock is meant to be off.
+pub fn http_date(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, m, d, weekday) = civil(secs);
+    let rem = secs % 86_400;
+    format!(
+        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT",
+        DAYS[weekday],
+        MONTHS[usize::try_from(m - 1).unwrap_or(0)],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// (year, month, day, weekday with 0 = Thursday) of a Unix time: civil from days, proleptic
+/// Gregorian calendar.
+fn civil(secs: u64) -> (i64, i64, i64, usize) {
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -220,12 +272,24 @@ pub fn rfc3339(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (y, m, d, usize::try_from(days.rem_euclid(7)).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod time_tests {
+    #[test]
+    fn formats_timestamps() {
+        assert_eq!(super::rfc3339(784_111_777), "1994-11-06T08:49:37Z");
+        assert_eq!(
+            super::http_date(784_111_777),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        assert_eq!(super::http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            super::http_date(951_782_400),
+            "Tue, 29 Feb 2000 00:00:00 GMT"
+        );
+    }
 }
 
 /// A temporary directory removed on drop (no extra dependency for the few the kit needs).
@@ -257,8 +321,11 @@ impl Drop for TempDir {
     }
 }
 
+pub mod bad_input;
 pub mod cache;
 pub mod configs;
 pub mod fake;
+pub mod faults;
 pub mod proxy;
+pub mod secrets;
 pub mod tls;

@@ -135,14 +135,15 @@ pub fn check_realm(
     Ok(ExchangeTarget { url, service })
 }
 
-/// Exchanges an Entra access token for an ACR refresh token.
+/// Exchanges an Entra access token for an ACR refresh token. Also returns the answer's `Date`
+/// header: the token's `exp` is written by the registry's clock, not the node's.
 pub async fn exchange(
     http: &HttpClient,
     target: &ExchangeTarget,
     entra_token: &Secret,
     tenant: Option<&str>,
     deadline: Deadline,
-) -> anyhow::Result<Secret> {
+) -> anyhow::Result<(Secret, Option<String>)> {
     let mut form = url::form_urlencoded::Serializer::new(String::new());
     form.append_pair("grant_type", "access_token");
     form.append_pair("service", &target.service);
@@ -196,7 +197,10 @@ pub async fn exchange(
         )
     })?;
     match answer.refresh_token.filter(|t| !t.trim().is_empty()) {
-        Some(token) => Ok(Secret::new(token)),
+        Some(token) => Ok((
+            Secret::new(token),
+            response.header("date").map(str::to_owned),
+        )),
         None => anyhow::bail!(
             "{what}: the answer has no refresh_token{}",
             correlation(&response)

@@ -135,7 +135,7 @@ impl AcrProvider {
                     identity::entra_token(&identity, &cloud, scope, &http, budget, deadline),
                     exchange::discover(&http, &target.login, &suffixes, deadline),
                 )?;
-                let refresh = exchange::exchange(
+                let (refresh, server_date) = exchange::exchange(
                     &http,
                     &exchange_target,
                     &entra,
@@ -145,13 +145,13 @@ impl AcrProvider {
                 .await?;
                 anyhow::Ok(RegistryToken {
                     username: NULL_GUID.to_owned(),
-                    expires_at: kcp_common::jwt::expiry(refresh.expose()),
+                    expires_at: node_clock_expiry(&refresh, server_date.as_deref()),
                     password: refresh,
                 })
             },
         )
         .await?;
-        let cache_duration = cache_duration(&token.password, SystemTime::now());
+        let cache_duration = cache_duration(token.expires_at, SystemTime::now());
         tracing::info!(login_server = %target.login.host, %cache_duration, ?source, "ACR refresh token ready");
         Ok(answer(&target.auth_keys, &token.password, cache_duration))
     }
@@ -199,10 +199,22 @@ fn cache_key(
     }
 }
 
+/// When the refresh token expires, on the node's clock: its `exp` claim is written by the
+/// registry's clock, so its remaining life is counted from the later of the node's clock and
+/// the registry's `Date` ([`kcp_common::cache_hint::expiry_clock`]), which can only shorten it.
+/// `None` when it carries no readable `exp`.
+pub fn node_clock_expiry(refresh: &Secret, server_date: Option<&str>) -> Option<SystemTime> {
+    let exp = kcp_common::jwt::expiry(refresh.expose())?;
+    let node_now = SystemTime::now();
+    let clock = kcp_common::cache_hint::expiry_clock(node_now, server_date);
+    let left = exp.duration_since(clock).unwrap_or_default();
+    Some(node_now + left)
+}
+
 /// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
-/// [`FALLBACK_CACHE`] when it carries no readable `exp`.
-pub fn cache_duration(refresh: &Secret, now: SystemTime) -> GoDuration {
-    match kcp_common::jwt::expiry(refresh.expose()) {
+/// [`FALLBACK_CACHE`] when its expiry is unknown.
+pub fn cache_duration(expires_at: Option<SystemTime>, now: SystemTime) -> GoDuration {
+    match expires_at {
         Some(exp) => CachePolicy::RemainingMinus(CACHE_MARGIN).cache_duration(Some(exp), now),
         None => GoDuration::from_std(FALLBACK_CACHE),
     }
@@ -259,18 +271,30 @@ mod tests {
     #[test]
     fn cache_duration_follows_the_refresh_token() {
         let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let at = |s: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(s));
         assert_eq!(
-            cache_duration(&jwt(1_800_000_000 + 3 * 3600), now).to_string(),
+            cache_duration(at(1_800_000_000 + 3 * 3600), now).to_string(),
             "2h55m0s"
         );
         assert_eq!(
-            cache_duration(&jwt(1_800_000_000 + 60), now),
+            cache_duration(at(1_800_000_000 + 60), now),
             GoDuration::ZERO
         );
-        assert_eq!(
-            cache_duration(&Secret::new("opaque"), now).to_string(),
-            "1h0m0s"
-        );
+        assert_eq!(cache_duration(None, now).to_string(), "1h0m0s");
+    }
+
+    #[test]
+    fn a_registry_clock_ahead_of_the_node_shortens_the_life() {
+        let secs = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        let exp = secs(SystemTime::now()) + 3 * 3600;
+        // A registry clock behind the node's changes nothing: the node's clock counts.
+        let behind = node_clock_expiry(&jwt(exp), Some("Sun, 06 Nov 1994 08:49:37 GMT")).unwrap();
+        assert!(secs(behind).abs_diff(exp) <= 1, "{} vs {exp}", secs(behind));
+        assert_eq!(node_clock_expiry(&jwt(exp), None).map(secs), Some(exp));
+        // A registry clock past the token's exp: no life left, whatever the node thinks.
+        let ahead = node_clock_expiry(&jwt(exp), Some("Fri, 01 Jan 2100 00:00:00 GMT")).unwrap();
+        assert!(secs(ahead) <= secs(SystemTime::now()));
+        assert_eq!(node_clock_expiry(&Secret::new("opaque"), None), None);
     }
 
     /// acr.md §6.5: upstream's SP answer has 5 entries for `foo.azurecr.io` on public cloud.

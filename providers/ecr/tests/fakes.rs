@@ -134,6 +134,8 @@ fn ecr_public_uses_the_public_api_in_us_east_1() {
 
 /// IMDSv2: token PUT with a TTL, then region and role credentials with the token.
 fn imds_and_ecr() -> FakeServer {
+    // Plain text, so the fake's JSON scan does not register it.
+    kcp_common::testkit::secrets::register("imds-session-token");
     FakeServer::start(|r| match (r.method.as_str(), r.path()) {
         ("PUT", "/latest/api/token") => match r.header("x-aws-ec2-metadata-token-ttl-seconds") {
             Some(ttl) => FakeResponse::new(200, "imds-session-token")
@@ -522,7 +524,9 @@ fn concurrent_runs_are_independent() {
 #[test]
 fn a_profile_with_credential_process_supplies_credentials() {
     let ecr = ecr_sequence(vec![ecr_token("AWS:p", None)]);
-    let p = Plugin::new(BIN).env("AWS_EC2_METADATA_DISABLED", "true");
+    let p = Plugin::new(BIN)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .secret("process-secret");
     let home = p.home().to_path_buf();
     let script = home.join("creds.sh");
     std::fs::write(

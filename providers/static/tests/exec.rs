@@ -1,21 +1,23 @@
 //! `static-credential-provider` run as the kubelet runs it, and the shared bad-input table that
-//! every binary must refuse cleanly.
+//! every binary must refuse cleanly (`kcp_common::testkit::bad_input`).
 
 use kcp_common::ApiVersion;
-use kcp_common::testkit::{Plugin, TempDir};
+use kcp_common::testkit::{Plugin, TempDir, bad_input};
 
 const PASSWORD: &str = "s3cr3t-robot-password";
 
 fn plugin(dir: &TempDir) -> Plugin {
     let file = dir.path().join("password");
     std::fs::write(&file, format!("{PASSWORD}\n")).unwrap();
-    Plugin::new(env!("CARGO_BIN_EXE_static-credential-provider")).args([
-        "get-credentials".to_owned(),
-        "--registry=*.example.com,reg.example.org:5000".to_owned(),
-        "--username=robot".to_owned(),
-        format!("--password-file={}", file.display()),
-        "--cache-duration=30m".to_owned(),
-    ])
+    Plugin::new(env!("CARGO_BIN_EXE_static-credential-provider"))
+        .secret(PASSWORD)
+        .args([
+            "get-credentials".to_owned(),
+            "--registry=*.example.com,reg.example.org:5000".to_owned(),
+            "--username=robot".to_owned(),
+            format!("--password-file={}", file.display()),
+            "--cache-duration=30m".to_owned(),
+        ])
 }
 
 #[test]
@@ -96,37 +98,63 @@ fn a_missing_password_file_is_one_clear_line() {
     );
 }
 
-/// The issue-2 bad-input table: every case exits non-zero with one stderr line and empty stdout.
+/// The shared bad-input table (every binary runs it), then what only this binary has: its own
+/// flags and its password file.
 #[test]
 fn refuses_bad_input_cleanly() {
     let dir = TempDir::new("static-bad");
-    let p = plugin(&dir);
-    let v1 = r#""apiVersion":"credentialprovider.kubelet.k8s.io/v1""#;
-    let mut huge = br#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1","image":"a.example.com/b","pad":""#.to_vec();
-    huge.extend(std::iter::repeat_n(b'x', 2 * 1024 * 1024));
-    huge.extend(b"\"}");
-    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("empty stdin", vec![], "no request on stdin"),
-        ("not JSON", b"hello".to_vec(), "not valid JSON"),
-        ("array", b"[1,2]".to_vec(), "must be a JSON object, got an array"),
-        ("number", b"42".to_vec(), "must be a JSON object, got a number"),
-        ("trailing bytes", format!(r#"{{"kind":"CredentialProviderRequest",{v1},"image":"a.example.com/b"}} x"#).into_bytes(), "trailing characters"),
-        ("wrong kind", format!(r#"{{"kind":"CredentialProviderResponse",{v1},"image":"a.example.com/b"}}"#).into_bytes(), "kind is \"CredentialProviderResponse\""),
-        ("missing apiVersion", br#"{"kind":"CredentialProviderRequest","image":"a.example.com/b"}"#.to_vec(), "no \"apiVersion\""),
-        ("unknown apiVersion", br#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v2","image":"a.example.com/b"}"#.to_vec(), "is not supported"),
-        ("other group", br#"{"kind":"CredentialProviderRequest","apiVersion":"client.authentication.k8s.io/v1","image":"a.example.com/b"}"#.to_vec(), "is not in group"),
-        ("missing image", format!(r#"{{"kind":"CredentialProviderRequest",{v1}}}"#).into_bytes(), "image in plugin request was empty"),
-        ("empty image", format!(r#"{{"kind":"CredentialProviderRequest",{v1},"image":""}}"#).into_bytes(), "image in plugin request was empty"),
-        ("image with a space", format!(r#"{{"kind":"CredentialProviderRequest",{v1},"image":"a.example.com/b c"}}"#).into_bytes(), "invalid image"),
-        ("image with a control character", format!(r#"{{"kind":"CredentialProviderRequest",{v1},"image":"a.example.com/b\u0007"}}"#).into_bytes(), "invalid image"),
-        ("stdin over the cap", huge, "larger than 1048576 bytes"),
-        ("invalid UTF-8", b"{\"kind\":\"\xc3\x28\"}".to_vec(), "not valid UTF-8"),
+    bad_input::assert_rejects_all(&plugin(&dir), "harbor.example.com/team/app");
+
+    let bin = env!("CARGO_BIN_EXE_static-credential-provider");
+    let empty = dir.path().join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    let cases: Vec<(Plugin, i32, String)> = vec![
+        (
+            Plugin::new(bin).args([
+                "--registry=harbor.example.com",
+                "--username=u",
+                "--password-file=/x",
+                "--cache-duration=banana",
+            ]),
+            2,
+            "invalid value 'banana' for '--cache-duration".into(),
+        ),
+        (
+            Plugin::new(bin).args(["--username=u", "--password-file=/x"]),
+            2,
+            "the following required arguments were not provided: --registry <REGISTRY>".into(),
+        ),
+        (
+            Plugin::new(bin).args(["--registry=a.io", "--username=u"]),
+            2,
+            "--password-file <PASSWORD_FILE>".into(),
+        ),
+        (
+            Plugin::new(bin).args([
+                "--registry=harbor.example.com".to_owned(),
+                "--username=u".to_owned(),
+                format!("--password-file={}", empty.display()),
+            ]),
+            1,
+            format!("the password file {} is empty", empty.display()),
+        ),
+        (
+            Plugin::new(bin).args([
+                "--registry=harbor.example.com".to_owned(),
+                "--username=u".to_owned(),
+                format!("--password-file={}", dir.path().display()),
+            ]),
+            1,
+            format!(
+                "reading the password file {} (--password-file)",
+                dir.path().display()
+            ),
+        ),
     ];
-    for (name, input, want) in cases {
-        let line = p.raw(&input).rejected();
-        assert!(
-            line.contains(want),
-            "{name}: stderr line {line:?} lacks {want:?}"
-        );
+    for (p, code, want) in cases {
+        let out = p.request(ApiVersion::V1, "harbor.example.com/app");
+        let line = out.rejected();
+        assert_eq!(out.exec.exit_code, Some(code), "{line}");
+        assert!(line.contains(&want), "{line:?} lacks {want:?}");
     }
 }

@@ -119,6 +119,17 @@ impl World {
 
     /// `registry_reachable: false` routes the registry hosts to a closed port.
     pub fn with_routes(registry_reachable: bool) -> World {
+        // Secrets the tests hand out other than in a fake's JSON body (which registers itself).
+        for secret in [
+            ENTRA_TOKEN,
+            MI_TOKEN,
+            CLIENT_SECRET,
+            IDENTITY_HEADER,
+            SA_TOKEN,
+            FEDERATED_TOKEN,
+        ] {
+            kcp_common::testkit::secrets::register(secret);
+        }
         let ca = TestCa::new();
         let entra_script = Script::default();
         let s = entra_script.clone();
@@ -216,6 +227,7 @@ impl World {
 
     /// Writes `azure.json` and returns its path.
     pub fn config(&self, json: &str) -> String {
+        kcp_common::testkit::secrets::register_json(json.as_bytes());
         let path = self.dir.path().join("azure.json");
         std::fs::write(&path, json).unwrap();
         path.display().to_string()

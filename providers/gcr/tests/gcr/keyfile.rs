@@ -27,6 +27,8 @@ fn key_file(dir: &TempDir, token_uri: &str) -> PathBuf {
         "auth_uri": "https://accounts.google.com/o/oauth2/auth",
         "token_uri": token_uri,
     });
+    // The private key, whole and line by line, for the stderr scan.
+    kcp_common::testkit::secrets::register_json(key.to_string().as_bytes());
     let path = dir.path().join("key.json");
     std::fs::write(&path, key.to_string()).unwrap();
     path

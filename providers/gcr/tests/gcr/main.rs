@@ -3,8 +3,10 @@
 //! endpoint flags and the proxy variables. Every answer is checked byte for byte and judged by the
 //! test kit as the kubelet would, in each API version.
 
+mod bad_input;
 mod cli;
 mod dockercfg;
+mod faults;
 mod keyfile;
 mod metadata;
 mod support;

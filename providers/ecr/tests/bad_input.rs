@@ -1,0 +1,70 @@
+//! The shared bad-input table (`kcp_common::testkit::bad_input`), and what only this binary
+//! reads: its own flags and variables, and the AWS shared config.
+
+mod support;
+
+use kcp_common::ApiVersion;
+use kcp_common::testkit::fake::FakeServer;
+use kcp_common::testkit::{Plugin, bad_input};
+use support::*;
+
+#[test]
+fn refuses_the_shared_bad_input_table() {
+    let ecr = FakeServer::start(|_| ecr_token("AWS:bad-input-control-password", None));
+    let p = plugin().env("AWS_ENDPOINT_URL_ECR", ecr.url());
+    bad_input::assert_rejects_all(&p, &format!("{PRIVATE_HOST}/app"));
+    assert_eq!(
+        ecr.requests().len(),
+        1,
+        "only the control request reached ECR"
+    );
+}
+
+#[test]
+fn refuses_its_own_bad_flags_and_config() {
+    let ecr = FakeServer::start(|_| ecr_token("AWS:bad-input-control-password", None));
+    let base = || plugin().env("AWS_ENDPOINT_URL_ECR", ecr.url());
+    let dir = kcp_common::testkit::TempDir::new("ecr-bad-config");
+    let garbage = dir.path().join("garbage-config");
+    std::fs::write(&garbage, "this is [not an ini file\n\0\u{1}").unwrap();
+    let cases: Vec<(&str, kcp_common::testkit::Plugin, i32, &str)> = vec![
+        (
+            "--strict-hosts=banana",
+            base().args(["--strict-hosts=banana"]),
+            2,
+            "invalid value 'banana' for '--strict-hosts",
+        ),
+        (
+            "ECR_STRICT_HOSTS=banana",
+            base().env("ECR_STRICT_HOSTS", "banana"),
+            2,
+            "invalid value 'banana' for '--strict-hosts",
+        ),
+        (
+            "a profile that does not exist",
+            Plugin::new(BIN)
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env("AWS_ENDPOINT_URL_ECR", ecr.url())
+                .env("AWS_PROFILE", "no-such-profile"),
+            1,
+            "credentials: shared config profile",
+        ),
+        (
+            "a shared config file that is not INI",
+            Plugin::new(BIN)
+                .env("AWS_EC2_METADATA_DISABLED", "true")
+                .env("AWS_ENDPOINT_URL_ECR", ecr.url())
+                .env("AWS_PROFILE", "puller")
+                .env("AWS_CONFIG_FILE", garbage.display().to_string()),
+            1,
+            "could not parse profile file",
+        ),
+    ];
+    for (name, p, code, want) in cases {
+        let out = p.request(ApiVersion::V1, &format!("{PRIVATE_HOST}/app"));
+        let line = out.rejected();
+        assert_eq!(out.exec.exit_code, Some(code), "{name}: {line}");
+        assert!(line.contains(want), "{name}: {line:?} lacks {want:?}");
+    }
+    assert!(ecr.requests().is_empty(), "{:?}", ecr.requests());
+}
