@@ -96,11 +96,27 @@ const BODY_LOGGING_CRATES: &[&str] = &[
     "typespec_client_core",
 ];
 
-/// Crates whose events embed raw HTTP responses in their text, headers and body included:
+/// Crates whose error-carrying events embed raw HTTP responses, headers and body included:
 /// aws-config's credential chain logs each failed provider with `DisplayErrorContext`, whose
 /// form ends in a Debug dump of the response (an instance-metadata body can hold role
-/// credentials). Never shown; our own error line names the source and the cause.
+/// credentials). Their events with an error-like field ([`RAW_RESPONSE_FIELDS`]) are never
+/// shown; our own error line names the source and the cause. Their other events (such as which
+/// provider of the chain loaded credentials) stay, as for every third-party crate.
 const RAW_RESPONSE_CRATES: &[&str] = &["aws_config"];
+/// Field names under which those crates attach an error.
+const RAW_RESPONSE_FIELDS: &[&str] = &["error", "err", "context", "source"];
+
+/// Whether an event or span may be shown at all (see [`RAW_RESPONSE_CRATES`]).
+fn may_show(meta: &tracing::Metadata<'_>) -> bool {
+    let raw_crate = RAW_RESPONSE_CRATES
+        .iter()
+        .any(|k| meta.target() == *k || meta.target().starts_with(&format!("{k}::")));
+    !(raw_crate
+        && meta
+            .fields()
+            .iter()
+            .any(|f| RAW_RESPONSE_FIELDS.contains(&f.name())))
+}
 
 /// Starts logging to stderr. Calling it twice is harmless (the second call does nothing).
 pub fn init(verbosity: Verbosity) {
@@ -116,13 +132,10 @@ pub fn init(verbosity: Verbosity) {
     } else {
         level.min(LevelFilter::DEBUG)
     };
-    let filter = BODY_LOGGING_CRATES.iter().fold(
+    let filter = BODY_LOGGING_CRATES.iter().chain(RAW_RESPONSE_CRATES).fold(
         tracing_subscriber::filter::Targets::new().with_default(level),
         |f, krate| f.with_target(*krate, capped),
     );
-    let filter = RAW_RESPONSE_CRATES
-        .iter()
-        .fold(filter, |f, krate| f.with_target(*krate, LevelFilter::OFF));
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
@@ -130,6 +143,7 @@ pub fn init(verbosity: Verbosity) {
     let _ = tracing_subscriber::registry()
         .with(layer)
         .with(filter)
+        .with(tracing_subscriber::filter::filter_fn(may_show))
         .try_init();
 }
 
