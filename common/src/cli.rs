@@ -310,9 +310,7 @@ mod tests {
         let e = Cli::try_parse_from(["p", "--deadline=soon"]).unwrap_err();
         let line = one_line_usage_error(&e.render().to_string());
         assert!(
-            line.starts_with(
-                "invalid command line: invalid value 'soon' for '--deadline <DURATION>'"
-            ),
+            line.starts_with("invalid value 'soon' for '--deadline <DURATION>'"),
             "{line}"
         );
         assert!(
@@ -321,7 +319,7 @@ mod tests {
         );
         assert_eq!(
             one_line_usage_error(""),
-            "invalid command line: invalid command line (see --help)"
+            "invalid command line (see --help)"
         );
     }
 
