@@ -254,5 +254,6 @@ impl Drop for TempDir {
 
 pub mod configs;
 pub mod fake;
+pub mod fuzz_bodies;
 pub mod proxy;
 pub mod tls;
