@@ -60,7 +60,8 @@ pub enum DecodeError {
     Gvk(String),
     /// Another apiVersion than the configured one.
     #[error(
-        "apiVersion from credential plugin response did not match expected apiVersion:{expected}, actual apiVersion:{actual}"
+        "apiVersion from credential plugin response did not match expected apiVersion:{expected}, actual apiVersion:{}",
+        escape_controls(.actual)
     )]
     ApiVersionMismatch {
         /// The configured version.
@@ -120,7 +121,8 @@ pub fn decode_response(
         #[allow(dead_code)]
         kind: Option<String>,
     }
-    let gvk: Gvk = serde_json::from_slice(stdout).map_err(|e| DecodeError::Gvk(e.to_string()))?;
+    let gvk: Gvk = serde_json::from_slice(stdout)
+        .map_err(|e| DecodeError::Gvk(escape_controls(&e.to_string())))?;
     let actual = gvk.api_version.unwrap_or_default();
     // 2. apiVersion must equal the configured one.
     if actual != ctx.expected.as_str() {
@@ -130,8 +132,8 @@ pub fn decode_response(
         });
     }
     // 3. Strict decode: unknown, duplicate and wrong-case fields fail; kind and group checked.
-    let strict: StrictResponse =
-        serde_json::from_slice(stdout).map_err(|e| DecodeError::Strict(e.to_string()))?;
+    let strict: StrictResponse = serde_json::from_slice(stdout)
+        .map_err(|e| DecodeError::Strict(escape_controls(&e.to_string())))?;
     let kind = strict.kind.unwrap_or_default();
     if kind != RESPONSE_KIND {
         return Err(DecodeError::Strict(format!(
@@ -176,6 +178,20 @@ pub fn decode_response(
         cache_duration: strict.cache_duration,
         auth,
     })
+}
+
+/// serde_json names an unknown field verbatim and the kubelet prints apiVersion as sent, so a
+/// plugin's stdout could put newlines or terminal escapes into a one-line message.
+fn escape_controls(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]
@@ -525,6 +541,30 @@ mod tests {
             decode_response(other_group, ctx(ApiVersion::V1)),
             Err(DecodeError::ApiVersionMismatch { .. })
         ));
+    }
+
+    /// Found by the `kubelet_response` fuzz target: field names and apiVersion came back raw.
+    #[test]
+    fn messages_escape_control_characters_from_stdout() {
+        let v1 = ApiVersion::V1.as_str();
+        let unknown = format!(
+            "{{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"{v1}\",\"user\\rname\\u001b[2J\":1}}"
+        );
+        let err = decode_response(unknown.as_bytes(), ctx(ApiVersion::V1)).unwrap_err();
+        assert!(
+            matches!(&err, DecodeError::Strict(cause) if cause.starts_with(r"unknown field `user\rname\u{1b}[2J`")),
+            "{err}"
+        );
+        let version = br#"{"kind":"CredentialProviderResponse","apiVersion":"v1\nINFO fake"}"#;
+        let err = decode_response(version, ctx(ApiVersion::V1)).unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with(r"actual apiVersion:v1\nINFO fake"),
+            "{err}"
+        );
+        assert!(
+            matches!(err, DecodeError::ApiVersionMismatch { actual, .. } if actual == "v1\nINFO fake")
+        );
     }
 
     #[test]

@@ -326,6 +326,7 @@ pub mod cache;
 pub mod configs;
 pub mod fake;
 pub mod faults;
+pub mod fuzz_bodies;
 pub mod proxy;
 pub mod secrets;
 pub mod tls;
