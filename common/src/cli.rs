@@ -79,8 +79,10 @@ impl CommonArgs {
             .clone()
             .or_else(|| env_text(token_cache::DIR_ENV).map(PathBuf::from));
         let on = on.unwrap_or(dir.is_some());
+        let jitter = self.cache_jitter()?;
         Ok(on.then(|| {
             TokenCache::new(dir.unwrap_or_else(|| PathBuf::from(token_cache::DEFAULT_DIR)))
+                .with_refresh_jitter(jitter)
         }))
     }
 

@@ -12,6 +12,9 @@
 //! - an entry must be a regular file (no symlink) owned by the running user, mode `0600` or
 //!   stricter, small, well-formed, written for exactly this key, and have at least the safety
 //!   margin of life left. Anything else is ignored and replaced by the next fetch;
+//! - each entry carries its own refresh point, a random 0..jitter % of its lifetime before the
+//!   margin: nodes that fetched together (a scale-up) refresh at different times instead of all
+//!   when their tokens reach the margin together;
 //! - a key holds no secret: scope in clear, identity as a SHA-256 fingerprint. In
 //!   service-account-token mode the identity is the token's namespace, name and UID claims; the
 //!   token itself never reaches the disk.
@@ -140,11 +143,13 @@ pub enum Source {
     Upstream,
 }
 
-/// The on-disk cache: a directory and the margin an entry must have left to be served.
+/// The on-disk cache: a directory, the margin an entry must have left to be served, and how far
+/// before that entries refresh at random.
 #[derive(Debug, Clone)]
 pub struct TokenCache {
     dir: PathBuf,
     margin: Duration,
+    jitter_percent: u8,
     owner: u32,
 }
 
@@ -156,8 +161,16 @@ impl TokenCache {
         TokenCache {
             dir: dir.into(),
             margin: DEFAULT_MARGIN,
+            jitter_percent: 0,
             owner,
         }
+    }
+
+    /// Refreshes each entry a random 0..`percent` % of its lifetime before the margin (the
+    /// fleet jitter, `--cache-jitter`).
+    pub fn with_refresh_jitter(mut self, percent: u8) -> Self {
+        self.jitter_percent = percent.min(100);
+        self
     }
 
     /// Serves entries only while at least `margin` of their life is left.
@@ -248,13 +261,21 @@ impl TokenCache {
             tracing::info!("token cache: not storing a token of unknown lifetime");
             return;
         };
+        let fetched_at = unix_secs(SystemTime::now());
+        let expires_at = unix_secs(expires_at);
+        let lifetime = expires_at.saturating_sub(fetched_at).max(0);
+        let early =
+            (lifetime as f64 * f64::from(self.jitter_percent) / 100.0 * fastrand::f64()) as i64;
         let entry = Entry {
             version: ENTRY_VERSION,
             key: key.canonical(),
             username: token.username.clone(),
             password: token.password.clone(),
-            expires_at: unix_secs(expires_at),
-            fetched_at: unix_secs(SystemTime::now()),
+            expires_at,
+            fetched_at,
+            refresh_at: expires_at
+                .saturating_sub(secs(self.margin))
+                .saturating_sub(early),
         };
         let path = self.entry_path(key);
         match serde_json::to_vec(&entry)
@@ -370,6 +391,8 @@ struct Entry {
     expires_at: i64,
     /// Unix seconds.
     fetched_at: i64,
+    /// Unix seconds: from then on the entry is refetched (before the margin, by its jitter).
+    refresh_at: i64,
 }
 
 impl Entry {
@@ -394,6 +417,11 @@ impl Entry {
             return Err("it was written in the future (the clock went back)".into());
         }
         let left = self.expires_at.saturating_sub(now_s);
+        if now_s >= self.refresh_at && left >= secs(margin) {
+            return Err(format!(
+                "past its refresh point ({left}s of life left; refreshing early spreads a fleet's refreshes)"
+            ));
+        }
         if left < secs(margin) {
             return Err(format!(
                 "{left}s of life left, less than the {}s margin",
@@ -692,6 +720,51 @@ mod tests {
         assert_eq!(
             fetch_counted(&tight, &key(), &calls, Duration::from_secs(3600)).1,
             Source::Upstream
+        );
+    }
+
+    #[test]
+    fn refresh_points_are_spread_by_the_jitter() {
+        let dir = Scratch::new();
+        let calls = AtomicUsize::new(0);
+        let life = Duration::from_secs(12 * 3600);
+        let points: Vec<i64> = (0..20)
+            .map(|i| {
+                let cache = TokenCache::new(dir.0.join(i.to_string())).with_refresh_jitter(10);
+                fetch_counted(&cache, &key(), &calls, life);
+                let entry: serde_json::Value =
+                    serde_json::from_slice(&fs::read(cache.entry_path(&key())).unwrap()).unwrap();
+                let (exp, fetched) = (
+                    entry["expiresAt"].as_i64().unwrap(),
+                    entry["fetchedAt"].as_i64().unwrap(),
+                );
+                let early = exp - 300 - entry["refreshAt"].as_i64().unwrap();
+                assert!((0..=(exp - fetched) / 10).contains(&early), "{entry}");
+                early
+            })
+            .collect();
+        let distinct: std::collections::BTreeSet<_> = points.iter().collect();
+        assert!(distinct.len() > 10, "{points:?}");
+
+        // Past its refresh point, an entry with life left is fetched again.
+        let cache = TokenCache::new(&dir.0);
+        fetch_counted(&cache, &key(), &calls, life);
+        let path = cache.entry_path(&key());
+        let mut entry: serde_json::Value =
+            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        entry["refreshAt"] = serde_json::json!(unix_secs(SystemTime::now()) - 1);
+        fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+        let before = calls.load(Ordering::SeqCst);
+        assert_eq!(
+            fetch_counted(&cache, &key(), &calls, life).1,
+            Source::Upstream
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), before + 1);
+        // Without jitter the refresh point is the margin.
+        let entry: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            entry["refreshAt"].as_i64().unwrap(),
+            entry["expiresAt"].as_i64().unwrap() - 300
         );
     }
 

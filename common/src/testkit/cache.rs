@@ -101,6 +101,7 @@ pub fn cache_entries(dir: &Path, n: usize) -> Vec<CacheEntry> {
             "password",
             "expiresAt",
             "fetchedAt",
+            "refreshAt",
         ] {
             assert!(json.get(field).is_some(), "{name} has no {field}");
         }
