@@ -273,7 +273,7 @@ const MAX_ECHO_CHARS: usize = 256;
 
 /// `text` cut to [`MAX_ECHO_CHARS`] with a trailing `…`: an error line quotes what was sent, and
 /// the kubelet copies that line into its log, so a megabyte of input must not come back out.
-fn clipped(text: &str) -> String {
+pub(crate) fn clipped(text: &str) -> String {
     match text.char_indices().nth(MAX_ECHO_CHARS) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),

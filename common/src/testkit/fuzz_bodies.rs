@@ -126,7 +126,7 @@ fn request_from_parts(data: &[u8]) {
             Err(source) => assert_eq!(
                 got,
                 Err(RequestError::InvalidImage {
-                    image: image.to_owned(),
+                    image: crate::protocol::clipped(image),
                     source
                 })
             ),
