@@ -55,6 +55,18 @@ fn install_from(root: &Path, from: &Path, args: &[&str]) -> Out {
 type Entry = (u32, u64, i64, i64, u64, Vec<u8>);
 
 /// Every entry under `root`.
+/// A config directory under `root` holding the real platform config `real` as `name`.
+fn platform_drop_in(root: &Path, real: &str, name: &str) -> PathBuf {
+    let conf_d = root.join("etc/kubernetes/image-credential-providers.d");
+    std::fs::create_dir_all(&conf_d).unwrap();
+    std::fs::copy(
+        common::configs_dir().join("real").join(real),
+        conf_d.join(name),
+    )
+    .unwrap();
+    conf_d
+}
+
 fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -457,14 +469,8 @@ fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
 fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
     let dir = TempDir::new("install-dropin");
     let root = dir.path();
-    let conf_d = root.join("etc/kubernetes/image-credential-providers.d");
-    std::fs::create_dir_all(&conf_d).unwrap();
     // The platform's own file and binary (AKS-style), which must stay as they are.
-    std::fs::copy(
-        common::configs_dir().join("real/aks.yaml"),
-        conf_d.join("10-platform.yaml"),
-    )
-    .unwrap();
+    let conf_d = platform_drop_in(root, "aks.yaml", "10-platform.yaml");
     let bin = root.join(BIN_DIR);
     std::fs::create_dir_all(&bin).unwrap();
     write_script(&bin.join("acr-credential-provider"), "exit 1");
@@ -756,14 +762,8 @@ fn usage_errors_are_one_line_and_touch_nothing() {
 fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
     let dir = TempDir::new("install-dropin-bins");
     let root = dir.path();
-    let conf_d = root.join("etc/kubernetes/image-credential-providers.d");
-    std::fs::create_dir_all(&conf_d).unwrap();
     // GKE's file names auth-provider-gcp, which is not in the bin dir we install into.
-    std::fs::copy(
-        common::configs_dir().join("real/gke.yaml"),
-        conf_d.join("00-gke.yaml"),
-    )
-    .unwrap();
+    let conf_d = platform_drop_in(root, "gke.yaml", "00-gke.yaml");
     let before = snapshot(root);
     let out = install(
         root,

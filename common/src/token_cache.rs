@@ -809,6 +809,13 @@ mod tests {
             fs::write(&path, bytes).unwrap();
             fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
         };
+        // The valid entry with one piece of text replaced.
+        let edited = |from: &str, to: &str| {
+            String::from_utf8(valid.clone())
+                .unwrap()
+                .replace(from, to)
+                .into_bytes()
+        };
         type Plant<'a> = Box<dyn Fn() + 'a>;
         let cases: Vec<(&str, Plant)> = vec![
             ("corrupt", Box::new(|| private(b"{\"version\":1,\"key\":"))),
@@ -831,25 +838,11 @@ mod tests {
             ),
             (
                 "another key",
-                Box::new(|| {
-                    private(
-                        String::from_utf8(valid.clone())
-                            .unwrap()
-                            .replace("region=us-east-1", "region=us-west-2")
-                            .as_bytes(),
-                    )
-                }),
+                Box::new(|| private(&edited("region=us-east-1", "region=us-west-2"))),
             ),
             (
                 "another layout version",
-                Box::new(|| {
-                    private(
-                        String::from_utf8(valid.clone())
-                            .unwrap()
-                            .replace("\"version\":1", "\"version\":9")
-                            .as_bytes(),
-                    )
-                }),
+                Box::new(|| private(&edited("\"version\":1", "\"version\":9"))),
             ),
             ("oversized", Box::new(|| private(&vec![b' '; 70_000]))),
             (

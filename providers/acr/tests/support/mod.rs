@@ -27,6 +27,15 @@ pub const CLIENT_SECRET: &str = "sp-client-secret-Yy93";
 pub const IDENTITY_HEADER: &str = "identity-header-secret-Pp11";
 pub const SA_TOKEN: &str = "eyJhbGciOiJSUzI1NiJ9.sa-token-payload.sa-token-signature";
 pub const FEDERATED_TOKEN: &str = "federated-token-file-content-Wq55";
+/// Every secret the tests hand out besides the fakes' JSON bodies.
+pub const SECRETS: [&str; 6] = [
+    ENTRA_TOKEN,
+    MI_TOKEN,
+    CLIENT_SECRET,
+    IDENTITY_HEADER,
+    SA_TOKEN,
+    FEDERATED_TOKEN,
+];
 pub const NULL_GUID: &str = "00000000-0000-0000-0000-000000000000";
 pub const SCOPE: &str = "https://containerregistry.azure.net/.default";
 
@@ -120,14 +129,7 @@ impl World {
     /// `registry_reachable: false` routes the registry hosts to a closed port.
     pub fn with_routes(registry_reachable: bool) -> World {
         // Secrets the tests hand out other than in a fake's JSON body (which registers itself).
-        for secret in [
-            ENTRA_TOKEN,
-            MI_TOKEN,
-            CLIENT_SECRET,
-            IDENTITY_HEADER,
-            SA_TOKEN,
-            FEDERATED_TOKEN,
-        ] {
+        for secret in SECRETS {
             kcp_common::testkit::secrets::register(secret);
         }
         let ca = TestCa::new();
@@ -295,17 +297,7 @@ impl World {
 }
 
 pub fn assert_no_secret(text: &str, extra: &[&str]) {
-    for secret in [
-        ENTRA_TOKEN,
-        MI_TOKEN,
-        CLIENT_SECRET,
-        IDENTITY_HEADER,
-        SA_TOKEN,
-        FEDERATED_TOKEN,
-    ]
-    .iter()
-    .chain(extra)
-    {
+    for secret in SECRETS.iter().chain(extra) {
         assert!(!secret.is_empty());
         assert!(!text.contains(secret), "secret {secret:?} leaked:\n{text}");
     }
