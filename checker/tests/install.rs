@@ -763,7 +763,7 @@ fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
     let dir = TempDir::new("install-dropin-bins");
     let root = dir.path();
     // GKE's file names auth-provider-gcp, which is not in the bin dir we install into.
-    let conf_d = platform_drop_in(root, "gke.yaml", "00-gke.yaml");
+    platform_drop_in(root, "gke.yaml", "00-gke.yaml");
     let before = snapshot(root);
     let out = install(
         root,
