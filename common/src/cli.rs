@@ -48,6 +48,15 @@ pub struct CommonArgs {
     pub cache_jitter: Option<u8>,
 }
 
+/// What [`crate::runner::run`] takes from the shared flags and environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSettings {
+    /// The overall deadline of one run.
+    pub deadline: Duration,
+    /// Fleet jitter percentage for `cacheDuration`.
+    pub jitter: u8,
+}
+
 impl CommonArgs {
     /// The log level from the flags, falling back to the environment.
     pub fn verbosity(&self) -> Result<Verbosity, String> {
@@ -106,14 +115,13 @@ impl CommonArgs {
         }
     }
 
-    /// Checks every setting that has no parser of its own (environment variables), so a bad
-    /// one fails the run up front as a usage error.
-    pub fn validate(&self) -> Result<(), String> {
-        self.verbosity()?;
-        self.deadline()?;
-        self.cache_jitter()?;
+    /// The settings the runner needs, each read once from flags and environment. A bad token
+    /// cache setting fails here too, so it is a usage error before any request is read.
+    pub fn run_settings(&self) -> Result<RunSettings, String> {
+        let deadline = self.deadline()?;
+        let jitter = self.cache_jitter()?;
         self.token_cache()?;
-        Ok(())
+        Ok(RunSettings { deadline, jitter })
     }
 
     /// The overall deadline from the flag, else [`DEADLINE_ENV`], else [`DEFAULT_DEADLINE`].

@@ -42,14 +42,11 @@ pub fn run<E: Into<ProviderError>>(
             return fail(EXIT_USAGE, &e);
         }
     }
-    if let Err(e) = common.validate() {
-        return fail(EXIT_USAGE, &e);
-    }
-    let budget = match common.deadline() {
-        Ok(d) => d,
+    let settings = match common.run_settings() {
+        Ok(settings) => settings,
         Err(e) => return fail(EXIT_USAGE, &e),
     };
-    let deadline = Deadline::after(budget);
+    let deadline = Deadline::after(settings.deadline);
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
         tracing::warn!("reading a CredentialProviderRequest from stdin; end it with Ctrl-D");
@@ -61,9 +58,7 @@ pub fn run<E: Into<ProviderError>>(
     run_with_input(
         &bytes,
         deadline,
-        common
-            .cache_jitter()
-            .unwrap_or(cache_hint::DEFAULT_JITTER_PERCENT),
+        settings.jitter,
         provide,
         &mut std::io::stdout().lock(),
     )

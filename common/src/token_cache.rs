@@ -104,9 +104,24 @@ impl CacheKey {
         })
     }
 
-    /// Adds a service account's namespace, name and UID (and the token's audiences) to the
-    /// identity: pods of one service account share an entry, other accounts never do.
-    pub fn service_account(self, claims: &ServiceAccountClaims) -> Self {
+    /// Adds the service account a pod's token was minted for (namespace, name, UID and the
+    /// token's audiences, from its claims) to the identity: pods of one service account share an
+    /// entry, other accounts never do, and the token itself stays out of the key. `None` (do not
+    /// cache) for a token without those claims.
+    pub fn service_account(self, token: &Secret) -> Option<Self> {
+        match ServiceAccountClaims::from_token(token.expose()) {
+            Some(claims) => Some(self.with_claims(&claims)),
+            None => {
+                tracing::info!(
+                    "token cache not used: the service-account token carries no namespace/name/uid claims"
+                );
+                None
+            }
+        }
+    }
+
+    /// [`Self::service_account`] with the claims already read.
+    fn with_claims(self, claims: &ServiceAccountClaims) -> Self {
         let key = self
             .identity("sa.namespace", &claims.namespace)
             .identity("sa.name", &claims.name)
@@ -654,12 +669,12 @@ mod tests {
             ..sa.clone()
         };
         assert_ne!(
-            key().service_account(&sa).canonical(),
-            key().service_account(&other_uid).canonical()
+            key().with_claims(&sa).canonical(),
+            key().with_claims(&other_uid).canonical()
         );
         assert_eq!(
-            key().service_account(&sa).canonical(),
-            key().service_account(&sa.clone()).canonical()
+            key().with_claims(&sa).canonical(),
+            key().with_claims(&sa.clone()).canonical()
         );
     }
 

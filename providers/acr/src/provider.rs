@@ -8,7 +8,6 @@ use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
 use kcp_common::duration::GoDuration;
 use kcp_common::http::HttpClient;
-use kcp_common::jwt::ServiceAccountClaims;
 use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 
@@ -186,15 +185,7 @@ fn cache_key(
         .identity("config", config_path)
         .identity_env(ENDPOINT_ENV);
     match identity {
-        Identity::ServiceAccount { token, .. } => {
-            let Some(claims) = ServiceAccountClaims::from_token(token.expose()) else {
-                tracing::info!(
-                    "token cache not used: the service-account token carries no namespace/name/uid claims"
-                );
-                return None;
-            };
-            Some(key.service_account(&claims))
-        }
+        Identity::ServiceAccount { token, .. } => key.service_account(token),
         _ => Some(key),
     }
 }

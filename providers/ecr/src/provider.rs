@@ -10,7 +10,6 @@ use aws_smithy_runtime_api::http::Response as HttpResponse;
 use base64::Engine;
 use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
-use kcp_common::jwt::ServiceAccountClaims;
 use kcp_common::logging::error_chain;
 use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
@@ -307,15 +306,7 @@ fn cache_key(
     }
     .identity_env(ENDPOINT_ENV);
     match (role_arn, &request.service_account_token) {
-        (Some(role_arn), Some(token)) => {
-            let Some(claims) = ServiceAccountClaims::from_token(token.expose()) else {
-                tracing::info!(
-                    "token cache not used: the service-account token carries no namespace/name/uid claims"
-                );
-                return None;
-            };
-            Some(key.identity("role", role_arn).service_account(&claims))
-        }
+        (Some(role_arn), Some(token)) => key.identity("role", role_arn).service_account(token),
         _ => Some(key.identity_env(NODE_IDENTITY_ENV)),
     }
 }

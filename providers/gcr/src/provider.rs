@@ -18,7 +18,6 @@ use kcp_common::cache_hint::CachePolicy;
 use kcp_common::deadline::Deadline;
 use kcp_common::duration::GoDuration;
 use kcp_common::http::HttpClient;
-use kcp_common::jwt::ServiceAccountClaims;
 use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, matching};
 
@@ -247,15 +246,13 @@ impl GcrProvider {
         };
         tracing::info!(audience = %wif.audience, impersonate = ?service_account, "token source: Workload Identity Federation");
         // Pods of one Kubernetes service account share a token; without readable claims, no cache.
-        let cache_key = ServiceAccountClaims::from_token(subject.expose()).map(|claims| {
-            CacheKey::new("gcr")
-                .scope("source", "workload-identity")
-                .scope("audience", &wif.audience)
-                .scope("sts", wif.sts_endpoint.as_str())
-                .scope("impersonate", service_account.unwrap_or(""))
-                .scope("iam", wif.iam_endpoint.as_str())
-                .service_account(&claims)
-        });
+        let cache_key = CacheKey::new("gcr")
+            .scope("source", "workload-identity")
+            .scope("audience", &wif.audience)
+            .scope("sts", wif.sts_endpoint.as_str())
+            .scope("impersonate", service_account.unwrap_or(""))
+            .scope("iam", wif.iam_endpoint.as_str())
+            .service_account(subject);
         let token = self
             .cached(cache_key, deadline, async || {
                 wif.token(http, subject, service_account, deadline)
