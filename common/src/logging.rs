@@ -108,9 +108,12 @@ const RAW_RESPONSE_FIELDS: &[&str] = &["error", "err", "context", "source"];
 
 /// Whether an event or span may be shown at all (see [`RAW_RESPONSE_CRATES`]).
 fn may_show(meta: &tracing::Metadata<'_>) -> bool {
-    let raw_crate = RAW_RESPONSE_CRATES
-        .iter()
-        .any(|k| meta.target() == *k || meta.target().starts_with(&format!("{k}::")));
+    // Compared without allocating: this runs for every event that passes the level filter.
+    let raw_crate = RAW_RESPONSE_CRATES.iter().any(|k| {
+        meta.target()
+            .strip_prefix(k)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+    });
     !(raw_crate
         && meta
             .fields()
