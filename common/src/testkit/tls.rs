@@ -6,6 +6,12 @@
 //! the plain fake, which records and answers the requests; a stalled or dropped answer there is a
 //! stalled or dropped answer here.
 //!
+//! By default the CA and server keys are ECDSA P-256, generated in-process. With
+//! [`RSA_KEYS_ENV`] pointing at a directory of RSA keys, the CA presents what AWS and Azure API
+//! endpoints present instead: an RSA-2048 leaf issued by an RSA intermediate under an RSA root,
+//! so a benchmark's handshakes cost what they cost against the real endpoints (ring cannot
+//! generate RSA keys; `scripts/bench` makes them with `openssl genpkey`).
+//!
 //! ```ignore
 //! let ca = TestCa::new();
 //! let entra = TlsFakeServer::start(&ca, &["127.0.0.1", "localhost"], |req| FakeResponse::json("{}"));
@@ -27,9 +33,16 @@ use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs
 use super::TempDir;
 use super::fake::{FakeResponse, FakeServer, RecordedRequest};
 
+/// Names a directory holding `root.pem`, `intermediate.pem` and `leaf.pem` (PKCS#8 RSA private
+/// keys); when set, [`TestCa::new`] builds the RSA chain of the real cloud endpoints from them.
+pub const RSA_KEYS_ENV: &str = "KCP_TESTKIT_RSA_KEYS";
+
 /// A certificate authority that exists for one test run.
 pub struct TestCa {
+    /// Signs server certificates: the root itself, or the intermediate of an RSA chain.
     issuer: CertifiedIssuer<'static, KeyPair>,
+    /// The RSA chain's server key (reused for every server); `None`: a fresh ECDSA key each.
+    leaf_key: Option<KeyPair>,
     file: PathBuf,
     _dir: TempDir,
 }
@@ -41,28 +54,51 @@ impl std::fmt::Debug for TestCa {
 }
 
 impl TestCa {
-    /// Generates a CA and writes its certificate (PEM) to a temporary file.
+    /// Generates a CA and writes its certificate (PEM) to a temporary file: ECDSA P-256, or the
+    /// RSA chain when [`RSA_KEYS_ENV`] is set.
     pub fn new() -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new())
-            .unwrap_or_else(|e| panic!("CA parameters: {e}"));
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "kcp test CA");
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
+        if let Some(dir) = std::env::var_os(RSA_KEYS_ENV).filter(|d| !d.is_empty()) {
+            return Self::from_rsa_key_dir(Path::new(&dir));
+        }
         let key = KeyPair::generate().unwrap_or_else(|e| panic!("CA key: {e}"));
-        let issuer = CertifiedIssuer::self_signed(params, key)
+        let issuer = CertifiedIssuer::self_signed(ca_params("kcp test CA"), key)
             .unwrap_or_else(|e| panic!("CA certificate: {e}"));
+        Self::with_issuer(issuer, None, None)
+    }
+
+    /// Root → intermediate → leaf, all RSA, as the AWS and Azure endpoints present them, from
+    /// `root.pem`, `intermediate.pem` and `leaf.pem` (PKCS#8) in `dir`.
+    pub fn from_rsa_key_dir(dir: &Path) -> Self {
+        let key = |name: &str| {
+            let path = dir.join(name);
+            let pem = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+            KeyPair::from_pem_and_sign_algo(&pem, &rcgen::PKCS_RSA_SHA256)
+                .unwrap_or_else(|e| panic!("RSA key {}: {e}", path.display()))
+        };
+        let (root, intermediate, leaf) =
+            (key("root.pem"), key("intermediate.pem"), key("leaf.pem"));
+        let root = CertifiedIssuer::self_signed(ca_params("kcp test RSA root"), root)
+            .unwrap_or_else(|e| panic!("root certificate: {e}"));
+        let intermediate =
+            CertifiedIssuer::signed_by(ca_params("kcp test RSA issuing CA"), intermediate, &root)
+                .unwrap_or_else(|e| panic!("intermediate certificate: {e}"));
+        Self::with_issuer(intermediate, Some(root.pem()), Some(leaf))
+    }
+
+    /// Writes the trust anchor (`root_pem`, else the issuer itself) to a temporary file.
+    fn with_issuer(
+        issuer: CertifiedIssuer<'static, KeyPair>,
+        root_pem: Option<String>,
+        leaf_key: Option<KeyPair>,
+    ) -> Self {
         let dir = TempDir::new("ca");
         let file = dir.path().join("ca.pem");
-        std::fs::write(&file, issuer.pem())
+        std::fs::write(&file, root_pem.unwrap_or_else(|| issuer.pem()))
             .unwrap_or_else(|e| panic!("writing {}: {e}", file.display()));
         TestCa {
             issuer,
+            leaf_key,
             file,
             _dir: dir,
         }
@@ -81,9 +117,16 @@ impl TestCa {
         params
             .distinguished_name
             .push(DnType::CommonName, "kcp test server");
-        let key = KeyPair::generate().unwrap_or_else(|e| panic!("server key: {e}"));
+        let fresh;
+        let key = match &self.leaf_key {
+            Some(key) => key,
+            None => {
+                fresh = KeyPair::generate().unwrap_or_else(|e| panic!("server key: {e}"));
+                &fresh
+            }
+        };
         let cert = params
-            .signed_by(&key, &self.issuer)
+            .signed_by(key, &self.issuer)
             .unwrap_or_else(|e| panic!("server certificate: {e}"));
         (
             vec![cert.der().clone(), self.issuer.der().clone()],
@@ -103,6 +146,20 @@ impl TestCa {
             .unwrap_or_else(|e| panic!("TLS server config: {e}"));
         Arc::new(config)
     }
+}
+
+/// Parameters of a CA certificate named `name`.
+fn ca_params(name: &str) -> CertificateParams {
+    let mut params = CertificateParams::new(Vec::<String>::new())
+        .unwrap_or_else(|e| panic!("CA parameters: {e}"));
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params
 }
 
 impl Default for TestCa {
