@@ -88,11 +88,27 @@ pub fn load_roots() -> (RootCertStore, TrustReport) {
     )
 }
 
-/// [`load_roots`] with explicit overrides (tests, tools).
+/// [`load_roots`] with explicit overrides (tests, tools): every certificate parsed into a trust
+/// anchor now.
 pub fn load_roots_from(
     cert_file: Option<PathBuf>,
     cert_dirs: Option<String>,
 ) -> (RootCertStore, TrustReport) {
+    let (certs, mut report) = read_certificates(cert_file, cert_dirs);
+    let mut roots = RootCertStore::empty();
+    let (ok, invalid) = roots.add_parsable_certificates(certs);
+    report.loaded = ok;
+    report.skipped += invalid;
+    log_report(&report);
+    (roots, report)
+}
+
+/// The files `SSL_CERT_FILE` / `SSL_CERT_DIR` (or the first distribution bundle) name, decoded;
+/// `loaded` counts certificates read, `skipped` malformed PEM blocks.
+fn read_certificates(
+    cert_file: Option<PathBuf>,
+    cert_dirs: Option<String>,
+) -> (Vec<CertificateDer<'static>>, TrustReport) {
     let mut files: Vec<PathBuf> = Vec::new();
     match cert_file.filter(|p| !p.as_os_str().is_empty()) {
         Some(file) => files.push(file),
@@ -117,39 +133,239 @@ pub fn load_roots_from(
             files.extend(paths);
         }
     }
-    let mut roots = RootCertStore::empty();
+    let mut all = Vec::new();
     let mut report = TrustReport::default();
     for file in files {
         match std::fs::read(&file) {
             Ok(pem) => {
                 let (certs, bad) = parse_pem_certificates(&pem);
-                let (ok, invalid) = roots.add_parsable_certificates(certs);
-                report.loaded += ok;
-                report.skipped += bad + invalid;
+                report.loaded += certs.len();
+                report.skipped += bad;
+                all.extend(certs);
                 report.files.push(file);
             }
             Err(e) => tracing::warn!(file = %file.display(), "cannot read CA certificates: {e}"),
         }
     }
+    (all, report)
+}
+
+fn log_report(report: &TrustReport) {
     tracing::debug!(files = ?report.files, loaded = report.loaded, skipped = report.skipped, "trust store loaded");
     if report.loaded == 0 {
         tracing::warn!(
             "no CA certificates found (set SSL_CERT_FILE to a PEM bundle): TLS connections will fail"
         );
     }
-    (roots, report)
 }
 
-/// A rustls client configuration with the ring provider and [`load_roots`]. The trust store is
-/// read once per process, however many clients are built from it.
+/// The trust store as certificates, turned into trust anchors only when a server's chain names
+/// them.
+///
+/// Why: parsing all 140 certificates of a distribution bundle into anchors costs ~0.8 million
+/// instructions per exec, and a handshake needs one or two of them. webpki only ever tries an
+/// anchor whose subject equals the issuer of a certificate in the presented chain, so verifying
+/// against exactly those anchors gives the same result as the whole store. A certificate whose
+/// names this small DER reader cannot find is always included, so a parsing gap can cost time,
+/// never a verification outcome.
+#[derive(Debug, Default)]
+pub struct TrustStore {
+    roots: Vec<(CertificateDer<'static>, Option<std::ops::Range<usize>>)>,
+}
+
+impl TrustStore {
+    /// Reads the store from the environment and the usual paths (see [`load_roots`]).
+    pub fn load() -> (Self, TrustReport) {
+        Self::load_from(
+            std::env::var_os("SSL_CERT_FILE").map(PathBuf::from),
+            std::env::var("SSL_CERT_DIR").ok(),
+        )
+    }
+
+    /// [`TrustStore::load`] with explicit overrides.
+    pub fn load_from(cert_file: Option<PathBuf>, cert_dirs: Option<String>) -> (Self, TrustReport) {
+        let (certs, report) = read_certificates(cert_file, cert_dirs);
+        log_report(&report);
+        let roots = certs
+            .into_iter()
+            .map(|der| {
+                let subject = der::names(&der).map(|n| n.subject);
+                (der, subject)
+            })
+            .collect();
+        (TrustStore { roots }, report)
+    }
+
+    /// The anchors a chain of these certificates can end at: those whose subject is the issuer
+    /// of one of them (all, when an issuer cannot be read), and those whose subject is unknown.
+    pub fn anchors_for<'a>(
+        &self,
+        chain: impl IntoIterator<Item = &'a CertificateDer<'a>>,
+    ) -> RootCertStore {
+        let mut issuers = Vec::new();
+        let mut unreadable = false;
+        for cert in chain {
+            match der::names(cert) {
+                Some(names) => issuers.push(&cert[names.issuer]),
+                None => unreadable = true,
+            }
+        }
+        let mut store = RootCertStore::empty();
+        let wanted = self.roots.iter().filter(|(der, subject)| match subject {
+            Some(subject) => unreadable || issuers.contains(&&der[subject.clone()]),
+            None => true,
+        });
+        store.add_parsable_certificates(wanted.map(|(der, _)| der.clone()));
+        store
+    }
+}
+
+/// Verifies server certificates with rustls's WebPKI verifier over the anchors the chain names
+/// ([`TrustStore::anchors_for`]); signatures as the crypto provider checks them.
+#[derive(Debug)]
+struct NamedAnchorsVerifier {
+    store: Arc<TrustStore>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
+}
+
+impl rustls::client::danger::ServerCertVerifier for NamedAnchorsVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        let anchors = self
+            .store
+            .anchors_for(std::iter::once(end_entity).chain(intermediates));
+        if anchors.is_empty() {
+            // What the WebPKI verifier answers when no anchor in a full store fits.
+            return Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::UnknownIssuer,
+            ));
+        }
+        rustls::client::WebPkiServerVerifier::builder_with_provider(
+            Arc::new(anchors),
+            self.provider.clone(),
+        )
+        .build()
+        .map_err(|e| rustls::Error::General(e.to_string()))?
+        .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+/// A rustls client configuration with the ring provider and the [`TrustStore`] of the
+/// environment. The store is read once per process, however many clients are built from it.
 pub fn client_config() -> Result<rustls::ClientConfig, rustls::Error> {
-    static ROOTS: std::sync::OnceLock<Arc<RootCertStore>> = std::sync::OnceLock::new();
-    let roots = ROOTS.get_or_init(|| Arc::new(load_roots().0)).clone();
+    static STORE: std::sync::OnceLock<Arc<TrustStore>> = std::sync::OnceLock::new();
+    client_config_for(STORE.get_or_init(|| Arc::new(TrustStore::load().0)).clone())
+}
+
+/// [`client_config`] over a given store.
+pub fn client_config_for(store: Arc<TrustStore>) -> Result<rustls::ClientConfig, rustls::Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = NamedAnchorsVerifier {
+        store,
+        provider: provider.clone(),
+    };
     Ok(rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
-        .with_root_certificates(roots)
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth())
+}
+
+/// Just enough DER to find a certificate's issuer and subject names.
+mod der {
+    use std::ops::Range;
+
+    /// Where a certificate's names sit: the contents of the issuer and subject `Name`s, which is
+    /// what WebPKI compares.
+    pub struct Names {
+        pub issuer: Range<usize>,
+        pub subject: Range<usize>,
+    }
+
+    /// `Certificate ::= SEQUENCE { tbsCertificate SEQUENCE { [0] version OPTIONAL,
+    /// serialNumber, signature, issuer, validity, subject, ... }, ... }`.
+    pub fn names(cert: &[u8]) -> Option<Names> {
+        const SEQUENCE: u8 = 0x30;
+        const VERSION: u8 = 0xa0;
+        let certificate = expect(cert, 0, SEQUENCE)?;
+        let tbs = expect(cert, certificate.start, SEQUENCE)?;
+        let mut at = tbs.start;
+        let first = tlv(cert, at)?;
+        if first.0 == VERSION {
+            at = first.1.end;
+        }
+        let serial = tlv(cert, at)?;
+        let signature = tlv(cert, serial.1.end)?;
+        let issuer = expect(cert, signature.1.end, SEQUENCE)?;
+        let validity = tlv(cert, issuer.end)?;
+        let subject = expect(cert, validity.1.end, SEQUENCE)?;
+        (subject.end <= tbs.end).then_some(Names { issuer, subject })
+    }
+
+    fn expect(der: &[u8], at: usize, tag: u8) -> Option<Range<usize>> {
+        let (found, contents) = tlv(der, at)?;
+        (found == tag).then_some(contents)
+    }
+
+    /// The tag at `at` and the range of its contents (single-byte tags, definite lengths).
+    fn tlv(der: &[u8], at: usize) -> Option<(u8, Range<usize>)> {
+        let tag = *der.get(at)?;
+        let first = *der.get(at + 1)?;
+        let (len, start) = match first {
+            0..=0x7f => (usize::from(first), at + 2),
+            0x81..=0x84 => {
+                let n = usize::from(first & 0x7f);
+                let bytes = der.get(at + 2..at + 2 + n)?;
+                let len = bytes
+                    .iter()
+                    .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+                (len, at + 2 + n)
+            }
+            _ => return None,
+        };
+        let end = start.checked_add(len)?;
+        (end <= der.len()).then_some((tag, start..end))
+    }
 }
 
 #[cfg(test)]
@@ -227,6 +443,59 @@ mod tests {
 
         let (roots, report) = load_roots_from(Some(d.join("missing.pem")), None);
         assert_eq!((roots.len(), report.files.len()), (0, 0));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    fn der_of(pem: &str) -> CertificateDer<'static> {
+        parse_pem_certificates(pem.as_bytes()).0.remove(0)
+    }
+
+    /// The DER reader finds the same subject WebPKI puts in the trust anchor, for every
+    /// certificate of this machine's bundle, and a self-signed CA's issuer is its subject.
+    #[test]
+    fn names_match_what_webpki_reads() {
+        let mut certs = vec![der_of(ONE), der_of(TWO)];
+        for pem in BUNDLE_PATHS.iter().filter_map(|p| std::fs::read(p).ok()) {
+            certs.extend(parse_pem_certificates(&pem).0);
+        }
+        for der in &certs {
+            let mut store = RootCertStore::empty();
+            store.add(der.clone()).unwrap();
+            let names = der::names(der).expect("names of a CA certificate");
+            assert_eq!(&der[names.subject.clone()], store.roots[0].subject.as_ref());
+        }
+        let one = der_of(ONE);
+        let names = der::names(&one).unwrap();
+        assert_eq!(&one[names.issuer], &one[names.subject]);
+        // Truncated or foreign input is "unknown", never a panic.
+        for cut in 0..one.len() {
+            let _ = der::names(&one[..cut]);
+        }
+        assert!(der::names(b"").is_none());
+        assert!(der::names(&[0x30, 0x85, 1, 2, 3, 4, 5]).is_none());
+    }
+
+    #[test]
+    fn only_the_anchors_a_chain_names_are_parsed() {
+        let d = dir();
+        std::fs::write(d.join("bundle.pem"), format!("{ONE}{TWO}")).unwrap();
+        let (store, report) = TrustStore::load_from(Some(d.join("bundle.pem")), None);
+        assert_eq!((report.loaded, report.skipped), (2, 0));
+        let (one, two) = (der_of(ONE), der_of(TWO));
+        // A self-signed certificate names itself as issuer.
+        let anchors = store.anchors_for([&one]);
+        assert_eq!(anchors.len(), 1);
+        assert_eq!(
+            anchors.roots[0].subject.as_ref(),
+            &one[der::names(&one).unwrap().subject]
+        );
+        assert_eq!(store.anchors_for([&two, &one]).len(), 2);
+        // An unreadable certificate in the chain: every anchor, as without the prefilter.
+        let garbage = CertificateDer::from(vec![0x30, 0x03, 0x02, 0x01, 0x00]);
+        assert_eq!(store.anchors_for([&garbage]).len(), 2);
+        // A chain naming no anchor of ours.
+        let (other, _) = TrustStore::load_from(Some(d.join("missing.pem")), None);
+        assert!(other.anchors_for([&one]).is_empty());
         let _ = std::fs::remove_dir_all(&d);
     }
 
