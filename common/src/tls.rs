@@ -4,7 +4,8 @@
 //! 140-certificate bundle is paid in every exec. rustls-native-certs decodes PEM with a
 //! constant-time base64 decoder (~19 million instructions, 4–5 ms of CPU); certificates are
 //! public, so we find lines with `memchr` and decode with SIMD base64 (`base64-simd`, already in
-//! the AWS SDK's tree), about 0.3 million instructions, and hand the DER to rustls.
+//! the AWS SDK's tree), about 0.6 million instructions, and keep the DER. Trust anchors are then
+//! parsed only for the CA names a server's chain mentions ([`TrustStore`]), not all 140.
 //!
 //! Sources, as OpenSSL and rustls-native-certs read them: `SSL_CERT_FILE` replaces the bundle
 //! file, `SSL_CERT_DIR` (colon-separated) replaces the certificate directories; without them the
