@@ -84,9 +84,34 @@ fn unpack_release() -> (TempDir, PathBuf) {
             .unwrap();
         assert_eq!(
             String::from_utf8_lossy(&listing.stdout),
-            format!("LICENSE\nREADME.txt\n{name}\n"),
-            "{} holds exactly the binary, LICENSE and README.txt",
+            format!("LICENSE\nREADME.txt\nTHIRD-PARTY-NOTICES.txt\n{name}\n"),
+            "{} holds exactly the binary, LICENSE, README.txt and THIRD-PARTY-NOTICES.txt",
             tarball.display()
+        );
+        // The notices name the crates every binary is built from, with licence texts.
+        let notices = Command::new("tar")
+            .arg("-xzOf")
+            .arg(&tarball)
+            .arg("THIRD-PARTY-NOTICES.txt")
+            .output()
+            .unwrap();
+        let notices = String::from_utf8_lossy(&notices.stdout);
+        for needle in [
+            "  rustls 0.23",
+            "  ring 0.17",
+            "  tokio 1.",
+            "Permission is hereby granted",
+            "Apache License",
+        ] {
+            assert!(
+                notices.contains(needle),
+                "{}: THIRD-PARTY-NOTICES.txt lacks {needle:?}",
+                tarball.display()
+            );
+        }
+        assert!(
+            !notices.contains("rcgen"),
+            "test-only crates are not listed"
         );
         let status = Command::new("tar")
             .arg("-xzf")
