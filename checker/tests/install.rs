@@ -9,29 +9,23 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{check, messages, target_bin_dir, write_script};
+use common::{Run, check, messages, target_bin_dir, write_script};
 use kcp_common::testkit::TempDir;
 
 const BIN_DIR: &str = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
 const CONFIG: &str = "etc/kubernetes/credential-provider-config.yaml";
 const MANIFEST: &str = ".kubelet-credential-providers.sha256";
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install")
 }
 
 /// Runs `scripts/install --root ROOT --from <target dir> ARGS`.
-fn install(root: &Path, args: &[&str]) -> Out {
+fn install(root: &Path, args: &[&str]) -> Run {
     install_from(root, &target_bin_dir(), args)
 }
 
-fn install_from(root: &Path, from: &Path, args: &[&str]) -> Out {
+fn install_from(root: &Path, from: &Path, args: &[&str]) -> Run {
     let checker = env!("CARGO_BIN_EXE_credential-provider-check");
     let out = Command::new("bash")
         .arg(script())
@@ -44,11 +38,7 @@ fn install_from(root: &Path, from: &Path, args: &[&str]) -> Out {
         .args(args)
         .output()
         .expect("running scripts/install");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    Run::from_output(out)
 }
 
 /// What a change to one entry would touch: mode, size, mtime (s, ns), inode, content.
@@ -142,7 +132,7 @@ fn provider_names(report: &serde_json::Value) -> Vec<String> {
 }
 
 /// The failure contract: exit 1, one stderr line saying why, nothing on stdout claiming success.
-fn refused(out: &Out, why: &str) {
+fn refused(out: &Run, why: &str) {
     assert_eq!(
         out.code, 1,
         "stdout:\n{}\nstderr:\n{}",

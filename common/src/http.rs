@@ -8,10 +8,10 @@
 //! both wrong and dangerous, so [`Route::Metadata`] and every link-local address go direct.
 //!
 //! Clients are built on first use and plain-`http://` requests use one without a trust store, so
-//! a run that only talks to a metadata server never reads the system's CA certificates (a
-//! 200 KB file and ~0.6M instructions per exec, see `tls`). Error excerpts of answer bodies are cut short and token-like runs
-//! in them redacted ([`redact_token_like`]), and redirects are never followed (a token must not
-//! follow one).
+//! a run that only talks to a metadata server never reads the system's CA certificates (a 200 KB
+//! file and ~0.6M instructions per exec, see `tls`). Error excerpts of answer bodies are cut
+//! short and token-like runs in them redacted ([`redact_token_like`]), and redirects are never
+//! followed (a token must not follow one).
 
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
@@ -207,8 +207,8 @@ impl HttpResponse {
 /// An HTTP client that follows the rules in the module docs.
 ///
 /// The underlying clients are built on first use, one per kind of route: building one loads the
-/// system's CA certificates (a 200 KB bundle, read once per process), and a run that only talks plain
-/// HTTP to a metadata server needs none of them.
+/// system's CA certificates (a 200 KB bundle, read once per process), and a run that only talks
+/// plain HTTP to a metadata server needs none of them.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     inner: Arc<Clients>,

@@ -32,7 +32,7 @@ pub const BUNDLE_PATHS: &[&str] = &[
 pub struct TrustReport {
     /// Files read.
     pub files: Vec<PathBuf>,
-    /// Certificates accepted as trust anchors.
+    /// Certificates read (each becomes a trust anchor when a chain names it).
     pub loaded: usize,
     /// PEM blocks that were not valid certificates (skipped).
     pub skipped: usize,
@@ -81,31 +81,7 @@ fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
         })
 }
 
-/// Loads the trust store from the environment and the usual paths.
-pub fn load_roots() -> (RootCertStore, TrustReport) {
-    load_roots_from(
-        std::env::var_os("SSL_CERT_FILE").map(PathBuf::from),
-        std::env::var("SSL_CERT_DIR").ok(),
-    )
-}
-
-/// [`load_roots`] with explicit overrides (tests, tools): every certificate parsed into a trust
-/// anchor now.
-pub fn load_roots_from(
-    cert_file: Option<PathBuf>,
-    cert_dirs: Option<String>,
-) -> (RootCertStore, TrustReport) {
-    let (certs, mut report) = read_certificates(cert_file, cert_dirs);
-    let mut roots = RootCertStore::empty();
-    let (ok, invalid) = roots.add_parsable_certificates(certs);
-    report.loaded = ok;
-    report.skipped += invalid;
-    log_report(&report);
-    (roots, report)
-}
-
-/// The files `SSL_CERT_FILE` / `SSL_CERT_DIR` (or the first distribution bundle) name, decoded;
-/// `loaded` counts certificates read, `skipped` malformed PEM blocks.
+/// The files `SSL_CERT_FILE` / `SSL_CERT_DIR` (or the first distribution bundle) name, decoded.
 fn read_certificates(
     cert_file: Option<PathBuf>,
     cert_dirs: Option<String>,
@@ -148,16 +124,13 @@ fn read_certificates(
             Err(e) => tracing::warn!(file = %file.display(), "cannot read CA certificates: {e}"),
         }
     }
-    (all, report)
-}
-
-fn log_report(report: &TrustReport) {
     tracing::debug!(files = ?report.files, loaded = report.loaded, skipped = report.skipped, "trust store loaded");
     if report.loaded == 0 {
         tracing::warn!(
             "no CA certificates found (set SSL_CERT_FILE to a PEM bundle): TLS connections will fail"
         );
     }
+    (all, report)
 }
 
 /// The trust store as certificates, turned into trust anchors only when a server's chain names
@@ -175,7 +148,7 @@ pub struct TrustStore {
 }
 
 impl TrustStore {
-    /// Reads the store from the environment and the usual paths (see [`load_roots`]).
+    /// Reads the store from `SSL_CERT_FILE` / `SSL_CERT_DIR`, else the first of [`BUNDLE_PATHS`].
     pub fn load() -> (Self, TrustReport) {
         Self::load_from(
             std::env::var_os("SSL_CERT_FILE").map(PathBuf::from),
@@ -186,7 +159,6 @@ impl TrustStore {
     /// [`TrustStore::load`] with explicit overrides.
     pub fn load_from(cert_file: Option<PathBuf>, cert_dirs: Option<String>) -> (Self, TrustReport) {
         let (certs, report) = read_certificates(cert_file, cert_dirs);
-        log_report(&report);
         let roots = certs
             .into_iter()
             .map(|der| {
@@ -195,6 +167,16 @@ impl TrustStore {
             })
             .collect();
         (TrustStore { roots }, report)
+    }
+
+    /// How many certificates the store holds.
+    pub fn len(&self) -> usize {
+        self.roots.len()
+    }
+
+    /// Whether it holds none (every TLS connection will then fail).
+    pub fn is_empty(&self) -> bool {
+        self.roots.is_empty()
     }
 
     /// The anchors a chain of these certificates can end at: those whose subject is the issuer
@@ -430,7 +412,7 @@ mod tests {
     fn ssl_cert_file_replaces_the_system_bundle_and_dirs_add_files() {
         let d = dir();
         std::fs::write(d.join("bundle.pem"), format!("{ONE}{TWO}")).unwrap();
-        let (roots, report) = load_roots_from(Some(d.join("bundle.pem")), None);
+        let (roots, report) = TrustStore::load_from(Some(d.join("bundle.pem")), None);
         assert_eq!((roots.len(), report.loaded, report.skipped), (2, 2, 0));
         assert_eq!(report.files, vec![d.join("bundle.pem")]);
 
@@ -439,10 +421,10 @@ mod tests {
         std::fs::write(certs.join("a.pem"), ONE).unwrap();
         std::fs::write(certs.join("b.pem"), "not a certificate").unwrap();
         let (roots, report) =
-            load_roots_from(None, Some(format!("{}:/nonexistent", certs.display())));
+            TrustStore::load_from(None, Some(format!("{}:/nonexistent", certs.display())));
         assert_eq!((roots.len(), report.files.len()), (1, 2));
 
-        let (roots, report) = load_roots_from(Some(d.join("missing.pem")), None);
+        let (roots, report) = TrustStore::load_from(Some(d.join("missing.pem")), None);
         assert_eq!((roots.len(), report.files.len()), (0, 0));
         let _ = std::fs::remove_dir_all(&d);
     }

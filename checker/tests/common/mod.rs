@@ -18,6 +18,15 @@ pub struct Run {
 }
 
 impl Run {
+    /// Exit code and text of a finished process.
+    pub fn from_output(out: std::process::Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
     /// stdout parsed as the one JSON document `--output json` promises.
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
@@ -45,11 +54,7 @@ where
         .envs(env.iter().copied())
         .output()
         .expect("running the checker");
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let run = Run::from_output(out);
     // Like every plugin run of the test kit: no secret any fake issued may reach stderr.
     kcp_common::testkit::secrets::assert_no_leak(&run.stderr, "the checker's stderr");
     run
