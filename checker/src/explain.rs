@@ -1,10 +1,10 @@
 //! `match`: which providers the kubelet would run for an image, and why each pattern that does
 //! not match fails (kubelet-contract.md §1.2 normalisation, §6 matching).
 
-use kcp_common::image::ImageRef;
-use kcp_common::matching::explain;
+use kcp_kubelet::image::ImageRef;
+use kcp_kubelet::matching::explain;
 
-use crate::config::Provider;
+use kcp_kubelet::config::Provider;
 
 /// One `matchImages` entry judged against the image.
 #[derive(Debug, Clone)]

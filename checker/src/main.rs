@@ -7,11 +7,9 @@
 //!
 //! Exit status: 0 yes (valid / a provider matches / usable credentials), 1 no, 2 usage error.
 
-mod config;
 mod explain;
 mod report;
 mod run;
-mod validate;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,8 +17,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kcp_common::cli::parse_go_duration;
-use kcp_common::duration::GoDuration;
+use kcp_kubelet::duration::GoDuration;
+
+use kcp_kubelet::{config, validate};
 
 use crate::report::Format;
 
@@ -78,7 +77,7 @@ enum Command {
         #[arg(long)]
         show_secrets: bool,
         /// Kill a plugin after this long (the kubelet's fixed timeout is 60s).
-        #[arg(long, value_parser = parse_go_duration, default_value = "60s")]
+        #[arg(long, default_value = "60s")]
         timeout: GoDuration,
     },
 }
@@ -106,6 +105,8 @@ fn main() -> ExitCode {
     }
 }
 
+/// The checker's report is its output: stdout is for the operator here, not a kubelet.
+#[allow(clippy::print_stdout)]
 fn emit(format: Format, human: impl FnOnce() -> String, json: impl FnOnce() -> serde_json::Value) {
     match format {
         Format::Human => print!("{}", human()),

@@ -7,10 +7,10 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
-use crate::config::{Config, LoadError};
 use crate::explain::MatchReport;
 use crate::run::{ProviderRun, Verdict};
-use crate::validate::{Finding, Validation};
+use kcp_kubelet::config::{Config, LoadError};
+use kcp_kubelet::validate::{Finding, Validation};
 
 /// The output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

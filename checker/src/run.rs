@@ -2,7 +2,7 @@
 //! kubelet's strict decoder does (kubelet-contract.md §3 exec, §4.3 checks, §5 keyring, §7 cache,
 //! §8 service-account tokens).
 //!
-//! The exec itself and the decode are `kcp_common::kubelet`'s; this module decides what the
+//! The exec itself and the decode are `kcp_kubelet::exec`'s; this module decides what the
 //! kubelet would send (token and annotations only for providers with `tokenAttributes`), names
 //! the kubelet's error for a failure, and works out the cache entry it would keep.
 
@@ -10,14 +10,14 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kcp_common::duration::GoDuration;
-use kcp_common::kubelet::{DecodeContext, DecodeError, PluginExec, decode_response};
-use kcp_common::matching::{explain, normalize_auth_key};
-use kcp_common::protocol::{ApiVersion, CacheKeyType, encode_request};
+use kcp_kubelet::duration::GoDuration;
+use kcp_kubelet::exec::{DecodeContext, DecodeError, PluginExec, decode_response};
+use kcp_kubelet::matching::{explain, normalize_auth_key};
+use kcp_kubelet::protocol::{ApiVersion, CacheKeyType, encode_request};
 
-use crate::config::Provider;
+use kcp_kubelet::config::Provider;
 
-pub use kcp_common::secret::REDACTED;
+pub use kcp_kubelet::secret::REDACTED;
 
 /// What the pod pulling the image looks like, and how to run.
 #[derive(Debug, Clone)]

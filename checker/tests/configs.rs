@@ -1,13 +1,14 @@
 //! Fixtures: the workspace's example configs and the real ones from ecosystem.md validate clean;
 //! every broken one fails with the message its `# expect-…` header names; directory mode
 //! follows kubelet 1.34 (sorted, merged, duplicate names rejected).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 
 use common::{configs_dir, messages, v1_config, validate};
-use kcp_common::testkit::TempDir;
+use kcp_testkit::TempDir;
 
 fn files_in(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -1,6 +1,7 @@
 //! `scripts/install` against a `--root` temp dir, with the workspace's built binaries (`--from`
 //! the target dir): fresh install, idempotent rerun, dry run, refusal of foreign files, upgrades of
 //! its own, the config-directory drop-in, and that what it writes passes the checker.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{Run, check, messages, target_bin_dir, write_script};
-use kcp_common::testkit::TempDir;
+use kcp_testkit::TempDir;
 
 const BIN_DIR: &str = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
 const CONFIG: &str = "etc/kubernetes/credential-provider-config.yaml";

@@ -1,10 +1,11 @@
 //! `match` on the kubelet's matching vectors (kubelet-contract.md §6.2 A and B), with the
 //! reason for each non-match, Docker Hub normalisation and exit codes.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
 use common::{check, v1_config};
-use kcp_common::testkit::TempDir;
+use kcp_testkit::TempDir;
 
 /// Runs `match --output json` for `pattern` against `image`; returns (exit, pattern report).
 fn match_one(pattern: &str, image: &str) -> (i32, serde_json::Value) {

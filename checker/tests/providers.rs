@@ -3,6 +3,7 @@
 //!
 //! The provider binaries are the siblings of the checker in the target directory: `cargo test
 //! --workspace` (what `scripts/test` runs) builds every binary of the workspace before any test.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
@@ -10,8 +11,8 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 
 use common::check;
-use kcp_common::testkit::TempDir;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
+use kcp_testkit::TempDir;
+use kcp_testkit::fake::{FakeResponse, FakeServer};
 
 /// A bin dir holding links to the workspace's provider binaries.
 fn bin_dir(dir: &TempDir) -> PathBuf {

@@ -3,6 +3,7 @@
 //! `matchImages` hit exactly the images they should (asked of the checker's `match`), and every
 //! flag in its `args` is one the provider knows. The table below must list every file, so a new
 //! config cannot be added without saying what it matches.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{PROVIDERS, check, configs_dir, messages, target_bin_dir};
-use kcp_common::testkit::TempDir;
+use kcp_testkit::TempDir;
 use yaml_rust2::YamlLoader;
 
 /// Which registries a provider entry is meant for.

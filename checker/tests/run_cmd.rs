@@ -1,13 +1,14 @@
 //! `run` against shell-script plugins written into a temp dir: good answers (stderr shown, keys,
 //! cache entry, redaction, the exact request bytes, argv and env) and deliberately broken
 //! plugins, each diagnosed with the kubelet's message.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
 use std::path::PathBuf;
 
 use common::{Run, check, v1_config, write_script};
-use kcp_common::testkit::TempDir;
+use kcp_testkit::TempDir;
 use serde_json::Value;
 
 const V1: &str = "credentialprovider.kubelet.k8s.io/v1";

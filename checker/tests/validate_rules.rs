@@ -1,10 +1,11 @@
 //! Every validation rule of kubelet-contract.md §2.5 with the kubelet's exact message, and the
 //! kubelet's aggregation of several.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod common;
 
 use common::{messages, v1_config, validate};
-use kcp_common::testkit::TempDir;
+use kcp_testkit::TempDir;
 
 const V1: &str = "credentialprovider.kubelet.k8s.io/v1";
 

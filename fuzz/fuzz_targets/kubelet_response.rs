@@ -1,10 +1,10 @@
 //! Fuzz target: the kubelet's strict response decoder, and our encoder's output always being accepted.
-//! The checks live in `kcp_common::testkit::fuzz_bodies`, shared with the stable smoke test.
+//! The checks live in `kcp_testkit::fuzz_bodies`, shared with the stable smoke test.
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    kcp_common::testkit::fuzz_bodies::kubelet_response(data);
+    kcp_testkit::fuzz_bodies::kubelet_response(data);
 });

@@ -56,7 +56,7 @@ where
         .expect("running the checker");
     let run = Run::from_output(out);
     // Like every plugin run of the test kit: no secret any fake issued may reach stderr.
-    kcp_common::testkit::secrets::assert_no_leak(&run.stderr, "the checker's stderr");
+    kcp_testkit::secrets::assert_no_leak(&run.stderr, "the checker's stderr");
     run
 }
 

@@ -9,6 +9,7 @@
 //! ```
 //!
 //! Nothing leaves the machine: the proxy refuses every host it has no fake for.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A development tool, not a plugin.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -18,8 +19,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use kcp_common::ApiVersion;
-use kcp_common::protocol::encode_request;
+use kcp_kubelet::ApiVersion;
+use kcp_kubelet::protocol::encode_request;
 use support::*;
 
 fn plugin_path() -> PathBuf {
@@ -168,12 +169,12 @@ fn main() {
         &[],
         &request("myreg.azurecr.io.evil.com/app"),
     );
-    world.challenge_script.push(
-        kcp_common::testkit::fake::FakeResponse::new(401, "{}").header(
+    world
+        .challenge_script
+        .push(kcp_testkit::fake::FakeResponse::new(401, "{}").header(
             "www-authenticate",
             r#"Bearer realm="https://evil.example.com/oauth2/token",service="myreg.azurecr.io""#,
-        ),
-    );
+        ));
     run(
         &world,
         "registry challenge naming an off-cloud realm: refused, no token sent",

@@ -18,8 +18,8 @@
 
 use std::time::Duration;
 
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, Route};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, Route};
 use reqwest::Method;
 use serde_json::Value;
 

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kcp_common::Secret;
+use kcp_kubelet::Secret;
 use serde_json::Value;
 
 /// The largest configuration file read; a real `azure.json` is about 2 KiB.

@@ -17,10 +17,10 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-use kcp_common::Secret;
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, HttpError, HttpResponse, Route};
-use kcp_common::retry::{Retry, RetryPolicy, retry};
+use kcp_kubelet::Secret;
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, HttpError, HttpResponse, Route};
+use kcp_plugin::retry::{Retry, RetryPolicy, retry};
 use reqwest::{Method, Url};
 
 use crate::host::{LoginServer, Suffixes};
@@ -221,7 +221,7 @@ async fn with_retries<F, Fut>(
 ) -> anyhow::Result<HttpResponse>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<HttpResponse, HttpError>>,
+    Fut: Future<Output = Result<HttpResponse, HttpError>>,
 {
     /// An attempt worth another try: an answer with a transient status, or a failure.
     enum Again {
@@ -309,7 +309,7 @@ fn acr_error_detail(response: &HttpResponse) -> String {
             .take(3)
             .map(|e| {
                 let text = format!("{}: {}", e.code, e.message);
-                kcp_common::logging::one_line(&text.chars().take(200).collect::<String>())
+                kcp_plugin::logging::one_line(&text.chars().take(200).collect::<String>())
             })
             .collect();
         if !parts.is_empty() {

@@ -294,7 +294,7 @@ fn is_dns_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kcp_common::image::ImageRef;
+    use kcp_kubelet::image::ImageRef;
 
     fn login_of(image: &str, custom: &[&str], mirrors: &[Mirror]) -> Result<Target, HostError> {
         // An image the parser refuses never reaches host matching: count it as not ACR.

@@ -39,9 +39,9 @@ use azure_identity::{
     ManagedIdentityCredentialOptions, UserAssignedId, WorkloadIdentityCredential,
     WorkloadIdentityCredentialOptions,
 };
-use kcp_common::Secret;
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, HttpError};
+use kcp_kubelet::Secret;
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, HttpError};
 
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
@@ -325,7 +325,7 @@ pub async fn entra_token(
 
 fn one_line(e: &azure_core::Error) -> String {
     // azure_identity appends a troubleshooting link on its own line; keep one line.
-    let line = kcp_common::logging::one_line(&e.to_string());
+    let line = kcp_plugin::logging::one_line(&e.to_string());
     // Its retry policy replaces a failed request's reason with "retry policy expired ..." or
     // "non-transport error ..."; the transport's own error, deeper in the chain, says what failed.
     match transport_cause(e) {

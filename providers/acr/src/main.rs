@@ -21,9 +21,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcp_common::cli::CommonArgs;
-use kcp_common::runner::EXIT_USAGE;
+use kcp_plugin::runner::usage_error;
+use kcp_plugin::settings::CommonArgs;
 
+use crate::config::AzureConfig;
 use crate::provider::AcrProvider;
 
 /// Kubelet image credential provider for Azure Container Registry.
@@ -96,14 +97,10 @@ fn klog_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     out
 }
 
-fn usage_error(message: &str) -> ExitCode {
-    tracing::error!("{message}");
-    ExitCode::from(EXIT_USAGE)
-}
-
 fn main() -> ExitCode {
-    kcp_common::http::install_crypto_provider();
-    let cli: Cli = kcp_common::cli::start(klog_args(std::env::args_os()), |c| &c.common, |_| &[]);
+    kcp_plugin::http::install_crypto_provider();
+    let (cli, settings) =
+        kcp_plugin::cli::start::<Cli>(klog_args(std::env::args_os()), |c| &c.common, |_| &[]);
     let Some(config_path) = cli.config else {
         return usage_error(
             "config file is not specified: pass the cloud config file (usually /etc/kubernetes/azure.json) as the only argument in the kubelet's CredentialProviderConfig args",
@@ -117,6 +114,11 @@ fn main() -> ExitCode {
                 .collect::<Vec<_>>()
         ));
     }
+    // Read once, before the request: a broken file is a configuration error (exit 2).
+    let config = match AzureConfig::load(&config_path) {
+        Ok(config) => config,
+        Err(e) => return usage_error(&e.to_string()),
+    };
     let (mirrors, warnings) = host::parse_mirrors(&cli.registry_mirror);
     for warning in warnings {
         tracing::warn!("{warning}");
@@ -128,14 +130,14 @@ fn main() -> ExitCode {
     }
     let provider = AcrProvider {
         config_path,
+        config,
         mirrors,
         sp_passthrough: cli.service_principal_passthrough,
         token_scope: cli.token_scope.filter(|s| !s.trim().is_empty()),
         identity_bindings: cli.ib_sni_name.is_some_and(|s| !s.trim().is_empty()),
-        // A bad setting fails the run in `runner::run`, before the provider is asked.
-        token_cache: cli.common.token_cache().ok().flatten(),
+        token_cache: settings.token_cache.clone(),
     };
-    kcp_common::runner::run(&cli.common, async |request, deadline| {
+    kcp_plugin::runner::run(&settings, async |request, deadline| {
         provider.credentials(request, deadline).await
     })
 }
@@ -145,7 +147,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Cli {
-        kcp_common::cli::parse_lenient::<Cli>(klog_args(
+        kcp_plugin::cli::parse_lenient::<Cli>(klog_args(
             std::iter::once("acr-credential-provider")
                 .chain(args.iter().copied())
                 .map(OsString::from),

@@ -4,12 +4,12 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use kcp_common::cache_hint::CachePolicy;
-use kcp_common::deadline::Deadline;
-use kcp_common::duration::GoDuration;
-use kcp_common::http::HttpClient;
-use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
-use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_kubelet::duration::GoDuration;
+use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::HttpClient;
+use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::cloud::{ACR_SCOPE, Cloud};
 use crate::config::AzureConfig;
@@ -32,8 +32,10 @@ const EXCHANGE_RESERVE: Duration = Duration::from_secs(10);
 /// Settings of one run.
 #[derive(Debug, Clone)]
 pub struct AcrProvider {
-    /// The cloud config file.
+    /// The cloud config file's path (part of the token cache key and of messages).
     pub config_path: PathBuf,
+    /// The cloud config, read once before the request (see `main`).
+    pub config: AzureConfig,
     /// `--registry-mirror` entries.
     pub mirrors: Vec<Mirror>,
     /// Answer service-principal nodes with the raw client ID and secret, as upstream.
@@ -53,7 +55,7 @@ impl AcrProvider {
         request: &CredentialProviderRequest,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let config = AzureConfig::load(&self.config_path)?;
+        let config = &self.config;
         let config_path = self.config_path.display().to_string();
         let env = |name: &str| std::env::var(name).ok();
         // One client for every call of the run; its connections and trust store are set up on
@@ -103,7 +105,7 @@ impl AcrProvider {
         }
         let identity = match sa_identity {
             Some(identity) => identity,
-            None => identity::node_identity(&config, &config_path, &env)?,
+            None => identity::node_identity(config, &config_path, &env)?,
         };
 
         if let Identity::ServicePrincipal {
@@ -138,7 +140,7 @@ impl AcrProvider {
                     &http,
                     &exchange_target,
                     &entra,
-                    identity.exchange_tenant(&config),
+                    identity.exchange_tenant(config),
                     deadline,
                 )
                 .await?;
@@ -192,12 +194,12 @@ fn cache_key(
 
 /// When the refresh token expires, on the node's clock: its `exp` claim is written by the
 /// registry's clock, so its remaining life is counted from the later of the node's clock and
-/// the registry's `Date` ([`kcp_common::cache_hint::expiry_clock`]), which can only shorten it.
+/// the registry's `Date` ([`kcp_kubelet::cache_hint::expiry_clock`]), which can only shorten it.
 /// `None` when it carries no readable `exp`.
 pub fn node_clock_expiry(refresh: &Secret, server_date: Option<&str>) -> Option<SystemTime> {
-    let exp = kcp_common::jwt::expiry(refresh.expose())?;
+    let exp = kcp_plugin::jwt::expiry(refresh.expose())?;
     let node_now = SystemTime::now();
-    let clock = kcp_common::cache_hint::expiry_clock(node_now, server_date);
+    let clock = kcp_kubelet::cache_hint::expiry_clock(node_now, server_date);
     let left = exp.duration_since(clock).unwrap_or_default();
     Some(node_now + left)
 }

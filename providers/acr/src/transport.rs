@@ -1,8 +1,8 @@
-//! The run's HTTP, all of it on the shared client (`kcp_common::http::HttpClient`): the registry's
+//! The run's HTTP, all of it on the shared client (`kcp_plugin::http::HttpClient`): the registry's
 //! challenge and exchange, the ARM metadata call, and, through the azure_core transport adapter
 //! [`AzureTransport`], every Entra and managed-identity request azure_identity makes.
 //!
-//! One client means one trust store load per exec (`kcp_common::tls`, `SSL_CERT_FILE`), one proxy
+//! One client means one trust store load per exec (`kcp_plugin::tls`, `SSL_CERT_FILE`), one proxy
 //! policy (link-local metadata addresses never proxied), one body cap and every call's timeout
 //! capped by the run's deadline. This module only adds what is ACR's own: the registry's
 //! User-Agent, multi-valued header lookup and error wording.
@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use azure_core::http::headers::{HeaderName, HeaderValue, Headers};
 use azure_core::http::{AsyncRawResponse, Body, Request, StatusCode};
 use azure_core::{Bytes, error::ErrorKind};
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, HttpError, HttpResponse, Route};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, HttpError, HttpResponse, Route};
 use reqwest::Method;
 
 /// User-Agent of the registry and ARM calls, as upstream sends it (plus our version).
@@ -193,14 +193,14 @@ mod tests {
 
     #[test]
     fn debug_output_leaves_the_proxy_settings_out() {
-        let proxy = kcp_common::http::ProxyConfig {
+        let proxy = kcp_plugin::http::ProxyConfig {
             https: Some("http://user:proxy-password@proxy.example:3128".into()),
             ..Default::default()
         };
         let client = HttpClient::new(
             &proxy,
-            kcp_common::http::CONNECT_TIMEOUT,
-            kcp_common::http::REQUEST_TIMEOUT,
+            kcp_plugin::http::CONNECT_TIMEOUT,
+            kcp_plugin::http::REQUEST_TIMEOUT,
         )
         .unwrap();
         let transport = AzureTransport::new(client, Deadline::after(std::time::Duration::ZERO));

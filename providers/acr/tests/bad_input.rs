@@ -1,10 +1,11 @@
-//! The shared bad-input table (`kcp_common::testkit::bad_input`), and what only this binary
+//! The shared bad-input table (`kcp_testkit::bad_input`), and what only this binary
 //! reads: its positional `azure.json` and its own flags.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::{Plugin, bad_input};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::{Plugin, bad_input};
 use support::*;
 
 const SP_CONFIG: &str = r#"{"tenantId":"tenant-1","aadClientId":"sp-client-id","aadClientSecret":"sp-client-secret-Yy93"}"#;
@@ -25,8 +26,9 @@ fn refuses_the_shared_bad_input_table() {
     );
 }
 
-/// A broken `azure.json` is found when a request arrives (the request is checked first), so it
-/// exits 1 like any failure to get credentials; command-line mistakes exit 2.
+/// A broken `azure.json` is a configuration error found before the request is read: it exits 2
+/// like command-line mistakes. A file that parses but names no usable identity can only be judged
+/// against the request (service-account mode needs none), so it exits 1.
 #[test]
 fn refuses_a_broken_cloud_config_and_its_own_bad_flags() {
     let world = World::new();
@@ -47,7 +49,7 @@ fn refuses_a_broken_cloud_config_and_its_own_bad_flags() {
         (
             "a missing file",
             Plugin::new(BIN).args(["/nonexistent/azure.json"]),
-            1,
+            2,
             "reading the cloud config file /nonexistent/azure.json".into(),
         ),
         (
@@ -59,31 +61,31 @@ fn refuses_a_broken_cloud_config_and_its_own_bad_flags() {
         (
             "a directory",
             Plugin::new(BIN).args([dir.clone()]),
-            1,
+            2,
             format!("reading the cloud config file {dir}: it is a directory"),
         ),
         (
             "not JSON",
             config("bad.json", b"{invalid json"),
-            1,
+            2,
             "bad.json is not valid JSON or YAML".into(),
         ),
         (
             "not UTF-8",
             config("binary.json", b"\xff\xfe{}"),
-            1,
+            2,
             "binary.json is not valid JSON or YAML: not UTF-8".into(),
         ),
         (
             "a YAML list",
             config("list.yaml", b"- a\n- b\n"),
-            1,
+            2,
             "expected a mapping of settings, got a list".into(),
         ),
         (
             "a field of the wrong type",
             config("type.json", br#"{"useManagedIdentityExtension":"yes"}"#),
-            1,
+            2,
             r#"field "useManagedIdentityExtension" must be true or false, got a string"#.into(),
         ),
         (

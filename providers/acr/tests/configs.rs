@@ -1,8 +1,9 @@
 //! The example kubelet configs under testdata/configs/ are valid for the kubelet, match ACR login
 //! servers (and the mirror they map), and forward the annotations service-account mode reads.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
-use kcp_common::matching::match_image;
-use kcp_common::testkit::configs::example_config;
+use kcp_kubelet::matching::match_image;
+use kcp_testkit::configs::{annotation_keys, example_config};
 
 #[test]
 fn node_identity_config_matches_login_servers_and_the_mirror() {
@@ -43,14 +44,11 @@ fn token_config_names_the_annotations_the_plugin_reads() {
         .try_into()
         .unwrap_or_else(|_| panic!("one provider"));
     let t = p.token_attributes.clone().expect("tokenAttributes");
+    assert_eq!(t.audience, "api://AzureADTokenExchange");
+    assert_eq!(t.cache_type, "ServiceAccount");
+    assert_eq!(t.require_service_account, Some(false));
     assert_eq!(
-        t["serviceAccountTokenAudience"].as_str(),
-        Some("api://AzureADTokenExchange")
-    );
-    assert_eq!(t["cacheType"].as_str(), Some("ServiceAccount"));
-    assert_eq!(t["requireServiceAccount"].as_bool(), Some(false));
-    assert_eq!(
-        p.annotation_keys(),
+        annotation_keys(&p),
         [
             "kubernetes.azure.com/acr-client-id",
             "kubernetes.azure.com/acr-tenant-id"

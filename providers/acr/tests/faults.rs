@@ -1,18 +1,19 @@
-//! Refusals and faults: the shared fault table (`kcp_common::testkit::faults`) with the ACR token
+//! Refusals and faults: the shared fault table (`kcp_testkit::faults`) with the ACR token
 //! exchange as the token endpoint, then what only ACR has: look-alike hosts, a realm pointing
 //! elsewhere, the challenge and Entra endpoints failing, bad command lines and config files. Each
 //! failure is one stderr line, an empty stdout and a non-zero exit, inside the deadline, with no
 //! secret in it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::fake::FakeResponse;
-use kcp_common::testkit::faults::{self, Arranged, Fault, FaultTarget, Plan, Step};
-use kcp_common::testkit::http_date;
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::fake::FakeResponse;
+use kcp_testkit::faults::{self, Arranged, Fault, FaultTarget, Plan, Step};
+use kcp_testkit::http_date;
 use support::*;
 
 const SP_CONFIG: &str = r#"{"tenantId":"tenant-1","aadClientId":"sp-client-id","aadClientSecret":"sp-client-secret-Yy93"}"#;
@@ -450,7 +451,7 @@ fn exchange_refusals_show_acr_codes_and_hint_at_acrpull() {
 #[test]
 fn config_file_problems_name_the_file() {
     let world = World::new();
-    let line = kcp_common::testkit::Plugin::new(BIN)
+    let line = kcp_testkit::Plugin::new(BIN)
         .args(["/nonexistent/azure.json"])
         .request(ApiVersion::V1, "myreg.azurecr.io/app")
         .rejected();
@@ -483,10 +484,10 @@ fn config_file_problems_name_the_file() {
 
 #[test]
 fn command_line_problems_exit_2_with_one_line() {
-    let out = kcp_common::testkit::Plugin::new(BIN).request(ApiVersion::V1, "myreg.azurecr.io/app");
+    let out = kcp_testkit::Plugin::new(BIN).request(ApiVersion::V1, "myreg.azurecr.io/app");
     assert_eq!(out.exec.exit_code, Some(2));
     assert!(out.rejected().contains("config file is not specified"));
-    let out = kcp_common::testkit::Plugin::new(BIN)
+    let out = kcp_testkit::Plugin::new(BIN)
         .args(["a.json", "b.json"])
         .request(ApiVersion::V1, "myreg.azurecr.io/app");
     assert_eq!(out.exec.exit_code, Some(2));

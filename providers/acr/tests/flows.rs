@@ -1,10 +1,11 @@
 //! Every identity source end to end, run as the kubelet runs the plugin, against local fakes of
 //! Entra ID, the managed-identity endpoint and the registry: exact answers, exact requests.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
-use kcp_common::ApiVersion;
-use kcp_common::kubelet::{DecodeContext, decode_response};
+use kcp_kubelet::ApiVersion;
+use kcp_kubelet::exec::{DecodeContext, decode_response};
 use support::*;
 
 const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id","aadClientId":"msi","aadClientSecret":"msi"}"#;
@@ -432,25 +433,21 @@ fn custom_cloud_from_the_resource_manager_metadata() {
     let world = World::new();
     // An ARM metadata endpoint naming the Entra fake as its authority and a custom ACR suffix.
     let entra_url = world.entra.https_url();
-    let metadata = kcp_common::testkit::tls::TlsFakeServer::start(
-        &world.ca,
-        &["127.0.0.1"],
-        move |req| {
-            if req.target == "/metadata/endpoints?api-version=2019-05-01" {
-                kcp_common::testkit::fake::FakeResponse::json(format!(
-                    r#"[{{"name":"AzureStackUser","authentication":{{"loginEndpoint":"{entra_url}/","audiences":["https://management.stack/x"]}},"resourceManager":"https://management.stack/","suffixes":{{"acrLoginServer":"azurecr.my.cloud"}}}}]"#
-                ))
-            } else {
-                kcp_common::testkit::fake::FakeResponse::new(404, "{}")
-            }
-        },
-    );
+    let metadata = kcp_testkit::tls::TlsFakeServer::start(&world.ca, &["127.0.0.1"], move |req| {
+        if req.target == "/metadata/endpoints?api-version=2019-05-01" {
+            kcp_testkit::fake::FakeResponse::json(format!(
+                r#"[{{"name":"AzureStackUser","authentication":{{"loginEndpoint":"{entra_url}/","audiences":["https://management.stack/x"]}},"resourceManager":"https://management.stack/","suffixes":{{"acrLoginServer":"azurecr.my.cloud"}}}}]"#
+            ))
+        } else {
+            kcp_testkit::fake::FakeResponse::new(404, "{}")
+        }
+    });
     let config = format!(
         r#"{{"cloud":"AzureStackCloud","resourceManagerEndpoint":"{}/","tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#,
         metadata.https_url()
     );
     // No AZURE_AUTHORITY_HOST: the authority comes from the metadata.
-    let plugin = kcp_common::testkit::Plugin::new(BIN)
+    let plugin = kcp_testkit::Plugin::new(BIN)
         .env("SSL_CERT_FILE", world.ca.ca_file().display().to_string())
         .env("HTTPS_PROXY", world.proxy.url())
         .args([world.config(&config)]);

@@ -1,15 +1,16 @@
 //! acr-credential-provider with the on-disk token cache: 64 concurrent execs make one managed
 //! identity call and one exchange, a later exec makes none and answers from the cached refresh
 //! token's expiry, pods of one service account share an entry that never holds their token.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
 use std::collections::BTreeMap;
 
-use kcp_common::ApiVersion;
-use kcp_common::duration::GoDuration;
-use kcp_common::testkit::Plugin;
-use kcp_common::testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_kubelet::ApiVersion;
+use kcp_kubelet::duration::GoDuration;
+use kcp_testkit::Plugin;
+use kcp_testkit::cache::{cache_entries, herd, service_account_token};
 use support::*;
 
 const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id"}"#;
@@ -75,7 +76,7 @@ fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
     assert_eq!(upstream_calls(&world), (1, 1, 1));
 
     let entry = &cache_entries(&world.dir.path().join("cache"), 1)[0];
-    entry.set_expires_at(kcp_common::testkit::unix_now() + 3600);
+    entry.set_expires_at(kcp_testkit::unix_now() + 3600);
     // The answer's duration follows the cached expiry: an hour left, minus the 5-minute margin.
     let second = p.request(ApiVersion::V1alpha1, "myreg.azurecr.io/other:tag");
     let ok = second.accepted();
@@ -88,7 +89,7 @@ fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
     );
 
     // Once the entry is inside the five-minute margin, the next exec fetches again.
-    entry.set_expires_at(kcp_common::testkit::unix_now() + 200);
+    entry.set_expires_at(kcp_testkit::unix_now() + 200);
     p.request(ApiVersion::V1, IMAGE).accepted();
     assert_eq!(upstream_calls(&world), (2, 2, 2));
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, HttpError};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, HttpError};
 
 use crate::sdk_http::SharedTransport;
 
@@ -68,7 +68,7 @@ pub async fn load(
 ) -> Result<SdkConfig, HttpError> {
     let transport = SharedTransport::new(
         HttpClient::new(
-            &kcp_common::http::ProxyConfig::from_env(),
+            &kcp_plugin::http::ProxyConfig::from_env(),
             CONNECT_TIMEOUT,
             ATTEMPT_TIMEOUT,
         )?,

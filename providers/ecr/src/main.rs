@@ -15,8 +15,8 @@ mod sdk_http;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcp_common::cache_hint::CachePolicy;
-use kcp_common::cli::CommonArgs;
+use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_plugin::settings::CommonArgs;
 
 use crate::provider::EcrProvider;
 
@@ -50,15 +50,15 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = kcp_common::cli::start(std::env::args_os(), |c| &c.common, |c| &c.rest);
+    let (cli, settings) =
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
     let provider = EcrProvider {
         strict_hosts: cli.strict_hosts,
         role_annotations: cli.role_annotations,
         cache_policy: CachePolicy::HalfRemaining,
-        // A bad setting fails the run in `runner::run`, before the provider is asked.
-        token_cache: cli.common.token_cache().ok().flatten(),
+        token_cache: settings.token_cache.clone(),
     };
-    kcp_common::runner::run(&cli.common, async |request, deadline| {
+    kcp_plugin::runner::run(&settings, async |request, deadline| {
         provider.credentials(request, deadline).await
     })
 }

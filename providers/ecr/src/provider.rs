@@ -8,11 +8,11 @@ use aws_credential_types::Credentials as AwsCredentials;
 use aws_sdk_ecr::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use base64::Engine;
-use kcp_common::cache_hint::CachePolicy;
-use kcp_common::deadline::Deadline;
-use kcp_common::logging::error_chain;
-use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
-use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::logging::error_chain;
+use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};

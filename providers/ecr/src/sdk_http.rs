@@ -1,4 +1,4 @@
-//! The AWS SDK's HTTP transport, provided by our shared client (`kcp_common::http`).
+//! The AWS SDK's HTTP transport, provided by our shared client (`kcp_plugin::http`).
 //!
 //! Why not the SDK's own client: it parses the system trust store with a constant-time PEM decoder
 //! on first use (~4 ms of CPU per exec, more than everything else together), ships a second
@@ -15,8 +15,8 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, HttpError, Route};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, HttpError, Route};
 use reqwest::{Method, Url};
 
 /// An SDK HTTP client backed by [`HttpClient`], bounded by the run's deadline.

@@ -1,11 +1,12 @@
-//! The shared bad-input table (`kcp_common::testkit::bad_input`), and what only this binary
+//! The shared bad-input table (`kcp_testkit::bad_input`), and what only this binary
 //! reads: its own flags and variables, and the AWS shared config.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::fake::FakeServer;
-use kcp_common::testkit::{Plugin, bad_input};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::fake::FakeServer;
+use kcp_testkit::{Plugin, bad_input};
 use support::*;
 
 #[test]
@@ -24,10 +25,10 @@ fn refuses_the_shared_bad_input_table() {
 fn refuses_its_own_bad_flags_and_config() {
     let ecr = FakeServer::start(|_| ecr_token("AWS:bad-input-control-password", None));
     let base = || plugin().env("AWS_ENDPOINT_URL_ECR", ecr.url());
-    let dir = kcp_common::testkit::TempDir::new("ecr-bad-config");
+    let dir = kcp_testkit::TempDir::new("ecr-bad-config");
     let garbage = dir.path().join("garbage-config");
     std::fs::write(&garbage, "this is [not an ini file\n\0\u{1}").unwrap();
-    let cases: Vec<(&str, kcp_common::testkit::Plugin, i32, &str)> = vec![
+    let cases: Vec<(&str, kcp_testkit::Plugin, i32, &str)> = vec![
         (
             "--strict-hosts=banana",
             base().args(["--strict-hosts=banana"]),

@@ -1,8 +1,9 @@
 //! The example kubelet configs under testdata/configs/ are valid for the kubelet, cover every ECR
 //! host form, and forward the annotation the provider reads in service-account mode.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
-use kcp_common::matching::match_image;
-use kcp_common::testkit::configs::example_config;
+use kcp_kubelet::matching::match_image;
+use kcp_testkit::configs::{annotation_keys, example_config};
 
 const IMAGES: [&str; 13] = [
     "123456789012.dkr.ecr.us-west-2.amazonaws.com/app",
@@ -49,11 +50,8 @@ fn the_service_account_config_forwards_the_role_annotation() {
         .try_into()
         .unwrap_or_else(|_| panic!("one provider"));
     let t = p.token_attributes.clone().expect("tokenAttributes");
-    assert_eq!(
-        t["serviceAccountTokenAudience"].as_str(),
-        Some("sts.amazonaws.com")
-    );
+    assert_eq!(t.audience, "sts.amazonaws.com");
     // Optional, so pods without a role fall back to the node's credentials.
-    assert_eq!(t["requireServiceAccount"].as_bool(), Some(false));
-    assert_eq!(p.annotation_keys(), ["eks.amazonaws.com/ecr-role-arn"]);
+    assert_eq!(t.require_service_account, Some(false));
+    assert_eq!(annotation_keys(&p), ["eks.amazonaws.com/ecr-role-arn"]);
 }

@@ -1,6 +1,7 @@
 //! ecr-credential-provider against scripted fakes: the exact requests sent (SigV4 scope, targets,
 //! STS form fields), ECR Public, instance metadata (IMDSv2), cacheDuration arithmetic, host
 //! policy, faults with retries and the deadline, and no secret on stderr.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
@@ -9,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use kcp_common::ApiVersion;
-use kcp_common::duration::GoDuration;
-use kcp_common::testkit::Plugin;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
+use kcp_kubelet::ApiVersion;
+use kcp_kubelet::duration::GoDuration;
+use kcp_testkit::Plugin;
+use kcp_testkit::fake::{FakeResponse, FakeServer};
 use support::*;
 
 const SA_TOKEN: &str =
@@ -135,7 +136,7 @@ fn ecr_public_uses_the_public_api_in_us_east_1() {
 /// IMDSv2: token PUT with a TTL, then region and role credentials with the token.
 fn imds_and_ecr() -> FakeServer {
     // Plain text, so the fake's JSON scan does not register it.
-    kcp_common::testkit::secrets::register("imds-session-token");
+    kcp_testkit::secrets::register("imds-session-token");
     FakeServer::start(|r| match (r.method.as_str(), r.path()) {
         ("PUT", "/latest/api/token") => match r.header("x-aws-ec2-metadata-token-ttl-seconds") {
             Some(ttl) => FakeResponse::new(200, "imds-session-token")

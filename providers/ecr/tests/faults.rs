@@ -1,16 +1,17 @@
-//! The shared fault table (`kcp_common::testkit::faults`) with ECR's `GetAuthorizationToken` as
+//! The shared fault table (`kcp_testkit::faults`) with ECR's `GetAuthorizationToken` as
 //! the token endpoint: throttling is ECR's own `ThrottlingException` (HTTP 400), a token's
 //! expiry is the absolute `expiresAt` of the answer, and the fake's `Date` header follows its
 //! clock.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
-use kcp_common::testkit::faults::{self, Arranged, Fault, FaultTarget, Plan, Step};
-use kcp_common::testkit::http_date;
+use kcp_testkit::fake::{FakeResponse, FakeServer};
+use kcp_testkit::faults::{self, Arranged, Fault, FaultTarget, Plan, Step};
+use kcp_testkit::http_date;
 use support::*;
 
 const PASSWORD: &str = "fault-table-ecr-password";

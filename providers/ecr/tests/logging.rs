@@ -1,11 +1,12 @@
 //! What ecr-credential-provider prints when the AWS credential chain fails: one line, never the
 //! raw response of a failed provider (aws-config's own warnings dump headers and bodies).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::Plugin;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::Plugin;
+use kcp_testkit::fake::{FakeResponse, FakeServer};
 use support::*;
 
 #[test]

@@ -1,13 +1,14 @@
 //! ecr-credential-provider against moto, the AWS emulator: private ECR with static credentials,
 //! web identity (IRSA) through STS, and service-account-token mode with the role from the
 //! pod's annotation. moto's tokens expire in 2015, which exercises the expired path (`0s`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
 use std::collections::BTreeMap;
 
-use kcp_common::ApiVersion;
-use kcp_common::duration::GoDuration;
+use kcp_kubelet::ApiVersion;
+use kcp_kubelet::duration::GoDuration;
 use support::{Moto, PRIVATE_HOST, plugin};
 
 #[test]
@@ -49,7 +50,7 @@ fn the_auth_key_keeps_the_port() {
 #[test]
 fn web_identity_credentials_from_the_environment() {
     let moto = Moto::start();
-    let p = kcp_common::testkit::Plugin::new(support::BIN);
+    let p = kcp_testkit::Plugin::new(support::BIN);
     let token_file = p.home().join("web-identity-token");
     std::fs::write(&token_file, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJub2RlIn0.c2ln").unwrap();
     let out = p

@@ -2,17 +2,18 @@
 //! concurrent execs makes one ECR call, a later exec (a restarted kubelet) makes none and answers
 //! from the cached expiry, service accounts get their own entries without their token on disk,
 //! and a broken cache never fails a pull.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kcp_common::ApiVersion;
-use kcp_common::duration::GoDuration;
-use kcp_common::testkit::cache::{cache_entries, herd, service_account_token};
-use kcp_common::testkit::fake::FakeServer;
-use kcp_common::testkit::{Plugin, TempDir};
+use kcp_kubelet::ApiVersion;
+use kcp_kubelet::duration::GoDuration;
+use kcp_testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_testkit::fake::FakeServer;
+use kcp_testkit::{Plugin, TempDir};
 use support::*;
 
 const ROLE: &str = "arn:aws:iam::123456789012:role/team-pull";

@@ -11,17 +11,17 @@ use anyhow::{Context, anyhow, bail};
 use base64::Engine;
 use base64::alphabet::STANDARD;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, Route};
-use kcp_common::logging::error_chain;
-use kcp_common::{AuthConfig, Secret};
+use kcp_kubelet::{AuthConfig, Secret};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, Route};
+use kcp_plugin::logging::error_chain;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
 use crate::endpoint;
 use crate::metadata::Metadata;
 use crate::token;
-use kcp_common::http::Call;
+use kcp_plugin::http::Call;
 
 /// The attribute holding a dockercfg document.
 pub const DOCKERCFG_ATTRIBUTE: &str = "google-dockercfg";

@@ -13,10 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::{Context, anyhow, bail};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use kcp_common::Secret;
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, Route};
-use kcp_common::logging::error_chain;
+use kcp_kubelet::Secret;
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, Route};
+use kcp_plugin::logging::error_chain;
 use reqwest::Method;
 use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use serde_json::Value;
@@ -24,7 +24,7 @@ use url::Url;
 
 use crate::endpoint;
 use crate::token::{self, AccessToken};
-use kcp_common::http::Call;
+use kcp_plugin::http::Call;
 
 /// Google's token endpoint, used when a key file names none.
 pub const DEFAULT_TOKEN_URI: &str = "https://oauth2.googleapis.com/token";

@@ -21,11 +21,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcp_common::CacheKeyType;
-use kcp_common::cli::CommonArgs;
-use kcp_common::duration::GoDuration;
-use kcp_common::logging;
-use kcp_common::runner::EXIT_USAGE;
+use kcp_kubelet::CacheKeyType;
+use kcp_kubelet::duration::GoDuration;
+use kcp_plugin::settings::{CommonArgs, Settings};
 
 use crate::metadata::Metadata;
 use crate::provider::{AuthFlow, CacheSettings, GcrProvider};
@@ -111,20 +109,18 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = kcp_common::cli::start(std::env::args_os(), |c| &c.common, |c| &c.rest);
-    match build(cli) {
-        Ok((common, provider)) => kcp_common::runner::run(&common, async |request, deadline| {
+    let (cli, settings) =
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
+    match build(cli, &settings) {
+        Ok(provider) => kcp_plugin::runner::run(&settings, async |request, deadline| {
             provider.credentials(request, deadline).await
         }),
-        Err(message) => {
-            tracing::error!("{}", logging::one_line(&message));
-            ExitCode::from(EXIT_USAGE)
-        }
+        Err(message) => kcp_plugin::runner::usage_error(&message),
     }
 }
 
 /// Checks the flags and environment and builds the provider; errors are one operator-facing line.
-fn build(cli: Cli) -> Result<(CommonArgs, GcrProvider), String> {
+fn build(cli: Cli, settings: &Settings) -> Result<GcrProvider, String> {
     let flow = AuthFlow::parse(&cli.auth_flow)?;
     if !matches!(cli.username.as_str(), "_token" | "oauth2accesstoken") {
         return Err(format!(
@@ -201,10 +197,9 @@ fn build(cli: Cli) -> Result<(CommonArgs, GcrProvider), String> {
         username: cli.username,
         strict_hosts: cli.strict_hosts,
         cache,
-        // A bad setting fails the run in `runner::run`, before the provider is asked.
-        token_cache: cli.common.token_cache().ok().flatten(),
+        token_cache: settings.token_cache.clone(),
     };
-    Ok((cli.common, provider))
+    Ok(provider)
 }
 
 /// `KUBE_SIDECAR_CACHE_TYPE`: upstream's lowercase values (the kubelet's spelling is accepted

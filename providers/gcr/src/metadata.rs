@@ -9,15 +9,15 @@
 use std::time::SystemTime;
 
 use anyhow::anyhow;
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, Route};
-use kcp_common::logging::error_chain;
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, Route};
+use kcp_plugin::logging::error_chain;
 use reqwest::Method;
 use url::Url;
 
 use crate::endpoint;
 use crate::token::{self, AccessToken};
-use kcp_common::http::{Call, CallError};
+use kcp_plugin::http::{Call, CallError};
 
 /// Default metadata host, as in Google's documentation.
 pub const DEFAULT_HOST: &str = "metadata.google.internal";

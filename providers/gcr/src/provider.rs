@@ -14,12 +14,12 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail};
-use kcp_common::cache_hint::CachePolicy;
-use kcp_common::deadline::Deadline;
-use kcp_common::duration::GoDuration;
-use kcp_common::http::HttpClient;
-use kcp_common::token_cache::{self, CacheKey, RegistryToken, TokenCache};
-use kcp_common::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, matching};
+use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_kubelet::duration::GoDuration;
+use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, matching};
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::HttpClient;
+use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::dockercfg;
 use crate::keyfile::ServiceAccountKey;
@@ -266,7 +266,7 @@ impl GcrProvider {
             })
             .await?;
         // The kubelet caches per service account in this mode; never beyond the pod token's life.
-        let subject_expiry = kcp_common::jwt::expiry(subject.expose());
+        let subject_expiry = kcp_plugin::jwt::expiry(subject.expose());
         Ok(self.token_credentials(request, &token, subject_expiry))
     }
 

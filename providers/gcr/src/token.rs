@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, anyhow, bail};
-use kcp_common::Secret;
+use kcp_kubelet::Secret;
 use serde_json::Value;
 
 /// A bearer token and, when known, when it stops working.

@@ -9,17 +9,17 @@
 use std::time::SystemTime;
 
 use anyhow::{anyhow, bail};
-use kcp_common::Secret;
-use kcp_common::deadline::Deadline;
-use kcp_common::http::{HttpClient, Route};
-use kcp_common::logging::error_chain;
+use kcp_kubelet::Secret;
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{HttpClient, Route};
+use kcp_plugin::logging::error_chain;
 use reqwest::Method;
 use serde_json::Value;
 use url::Url;
 
 use crate::endpoint;
 use crate::token::{self, AccessToken};
-use kcp_common::http::{Call, CallError};
+use kcp_plugin::http::{Call, CallError};
 
 /// Default STS token endpoint.
 pub const DEFAULT_STS_ENDPOINT: &str = "https://sts.googleapis.com/v1/token";
@@ -223,7 +223,7 @@ pub fn scrub(message: &str, secret: &Secret) -> String {
     if secret.expose().len() < 8 {
         return message.to_owned();
     }
-    message.replace(secret.expose(), kcp_common::secret::REDACTED)
+    message.replace(secret.expose(), kcp_kubelet::secret::REDACTED)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
 //! The example kubelet configs under testdata/configs/ are valid for the kubelet, match Google's
 //! registries and nothing else, and forward the annotations Workload Identity reads.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
-use kcp_common::matching::match_image;
-use kcp_common::testkit::configs::example_config;
+use kcp_kubelet::matching::match_image;
+use kcp_testkit::configs::{annotation_keys, example_config};
 
 #[test]
 fn example_configs_match_googles_registries_only() {
@@ -48,7 +49,7 @@ fn the_workload_identity_config_forwards_the_opt_in_annotations() {
     );
     assert!(p.args.iter().any(|a| a == "--project-id=my-project"));
     assert_eq!(
-        p.annotation_keys(),
+        annotation_keys(&p),
         [
             "iam.gke.io/enable-wi-image-pull",
             "iam.gke.io/gcp-service-account"

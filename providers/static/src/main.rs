@@ -11,11 +11,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use kcp_common::cli::{CommonArgs, parse_go_duration};
-use kcp_common::duration::GoDuration;
-use kcp_common::{
+use kcp_kubelet::duration::GoDuration;
+use kcp_kubelet::{
     AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret, matching,
 };
+use kcp_plugin::settings::{CommonArgs, parse_go_duration};
 
 /// Kubelet image credential provider that answers with a fixed username and password.
 #[derive(Debug, Parser)]
@@ -95,12 +95,13 @@ fn read_password(path: &Path) -> anyhow::Result<Secret> {
 }
 
 fn main() -> ExitCode {
-    let cli: Cli = kcp_common::cli::start(std::env::args_os(), |c| &c.common, |c| &c.rest);
+    let (cli, settings) =
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
     let provider = StaticProvider {
         registries: cli.registry,
         username: cli.username,
         password_file: cli.password_file,
         cache_duration: cli.cache_duration,
     };
-    kcp_common::runner::run(&cli.common, async |request, _| provider.answer(request))
+    kcp_plugin::runner::run(&settings, async |request, _| provider.answer(request))
 }

@@ -1,8 +1,9 @@
 //! `static-credential-provider` run as the kubelet runs it, and the shared bad-input table that
-//! every binary must refuse cleanly (`kcp_common::testkit::bad_input`).
+//! every binary must refuse cleanly (`kcp_testkit::bad_input`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::{Plugin, TempDir, bad_input};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::{Plugin, TempDir, bad_input};
 
 const PASSWORD: &str = "s3cr3t-robot-password";
 

@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use base64::Engine;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
-use kcp_common::testkit::proxy::ConnectProxy;
-use kcp_common::testkit::tls::{TestCa, TlsFakeServer};
-use kcp_common::testkit::{Plugin, TempDir};
+use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
+use kcp_testkit::proxy::ConnectProxy;
+use kcp_testkit::tls::{TestCa, TlsFakeServer};
+use kcp_testkit::{Plugin, TempDir};
 
 /// The plugin binary: Cargo's path in tests; in the demo example, the binary next to it.
 pub const BIN: &str = match option_env!("CARGO_BIN_EXE_acr-credential-provider") {
@@ -130,7 +130,7 @@ impl World {
     pub fn with_routes(registry_reachable: bool) -> World {
         // Secrets the tests hand out other than in a fake's JSON body (which registers itself).
         for secret in SECRETS {
-            kcp_common::testkit::secrets::register(secret);
+            kcp_testkit::secrets::register(secret);
         }
         let ca = TestCa::new();
         let entra_script = Script::default();
@@ -229,7 +229,7 @@ impl World {
 
     /// Writes `azure.json` and returns its path.
     pub fn config(&self, json: &str) -> String {
-        kcp_common::testkit::secrets::register_json(json.as_bytes());
+        kcp_testkit::secrets::register_json(json.as_bytes());
         let path = self.dir.path().join("azure.json");
         std::fs::write(&path, json).unwrap();
         path.display().to_string()

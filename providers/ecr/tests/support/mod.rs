@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use kcp_common::testkit::fake::{FakeResponse, RecordedRequest};
-pub use kcp_common::testkit::{Plugin, rfc3339, unix_now};
+use kcp_testkit::fake::{FakeResponse, RecordedRequest};
+pub use kcp_testkit::{Plugin, rfc3339, unix_now};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ecr-credential-provider");
 pub const PRIVATE_HOST: &str = "123456789012.dkr.ecr.us-west-2.amazonaws.com";
@@ -77,7 +77,7 @@ pub fn b64(text: &str) -> String {
 /// registered by the fake's JSON body itself).
 fn register_token(user_pass: &str) {
     if let Some((_, password)) = user_pass.split_once(':') {
-        kcp_common::testkit::secrets::register(password);
+        kcp_testkit::secrets::register(password);
     }
 }
 
@@ -119,8 +119,8 @@ pub const STS_SESSION_TOKEN: &str = "assumed-session-token-value";
 /// An STS AssumeRoleWithWebIdentity answer.
 pub fn sts_credentials(access_key: &str, expires_at: u64) -> FakeResponse {
     // XML: the JSON scan of the fake does not see these.
-    kcp_common::testkit::secrets::register(STS_SECRET_KEY);
-    kcp_common::testkit::secrets::register(STS_SESSION_TOKEN);
+    kcp_testkit::secrets::register(STS_SECRET_KEY);
+    kcp_testkit::secrets::register(STS_SESSION_TOKEN);
     FakeResponse::new(
         200,
         format!(

@@ -1,8 +1,8 @@
-//! The shared bad-input table (`kcp_common::testkit::bad_input`), and what only this binary
+//! The shared bad-input table (`kcp_testkit::bad_input`), and what only this binary
 //! reads: its key file and its own flags and variables.
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::{Plugin, TempDir, bad_input};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::{Plugin, TempDir, bad_input};
 
 use crate::support::*;
 

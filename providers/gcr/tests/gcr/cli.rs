@@ -1,7 +1,7 @@
 //! The command line as kubelet configs write it: upstream's flags, klog flags, bare invocations.
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::Plugin;
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::Plugin;
 
 use crate::support::*;
 
@@ -68,7 +68,7 @@ fn a_bad_auth_flow_is_upstreams_message_on_one_line() {
 fn wif_flags_with_a_dockercfg_flow_warn_but_work() {
     let md = metadata_fake(vec![(
         "instance/attributes/google-dockercfg",
-        vec![kcp_common::testkit::fake::FakeResponse::new(
+        vec![kcp_testkit::fake::FakeResponse::new(
             200,
             r#"{"gcr.io":{"username":"u","password":"p"}}"#,
         )],

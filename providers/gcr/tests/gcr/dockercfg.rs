@@ -1,8 +1,8 @@
 //! `--authFlow=dockercfg` and `--authFlow=dockercfg-url` (upstream's CPG-4), in both document
 //! formats.
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::fake::{FakeResponse, FakeServer};
 
 use crate::support::*;
 

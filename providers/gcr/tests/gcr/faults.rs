@@ -1,11 +1,11 @@
-//! The shared fault table (`kcp_common::testkit::faults`) with the metadata server's token path
+//! The shared fault table (`kcp_testkit::faults`) with the metadata server's token path
 //! as the token endpoint. Its `expires_in` is relative, so a skewed server clock (its `Date`
 //! header) cannot change the answer: `cacheDuration` is `expires_in` minus the 2 min margin.
 //! An already-expired token is `expires_in: 0` (the metadata server has no way to say less).
 
-use kcp_common::testkit::fake::FakeResponse;
-use kcp_common::testkit::faults::{self, Arranged, Fault, FaultTarget, Plan, Step};
-use kcp_common::testkit::{Plugin, http_date};
+use kcp_testkit::fake::FakeResponse;
+use kcp_testkit::faults::{self, Arranged, Fault, FaultTarget, Plan, Step};
+use kcp_testkit::{Plugin, http_date};
 
 use crate::support::*;
 

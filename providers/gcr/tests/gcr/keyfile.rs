@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::TempDir;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::TempDir;
+use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
 
 use crate::support::*;
 
@@ -28,7 +28,7 @@ fn key_file(dir: &TempDir, token_uri: &str) -> PathBuf {
         "token_uri": token_uri,
     });
     // The private key, whole and line by line, for the stderr scan.
-    kcp_common::testkit::secrets::register_json(key.to_string().as_bytes());
+    kcp_testkit::secrets::register_json(key.to_string().as_bytes());
     let path = dir.path().join("key.json");
     std::fs::write(&path, key.to_string()).unwrap();
     path

@@ -2,8 +2,8 @@
 
 use std::time::{Duration, Instant};
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::fake::{FakeResponse, FakeServer};
 
 use crate::support::*;
 

@@ -7,9 +7,9 @@ use std::sync::Mutex;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
-use kcp_common::ApiVersion;
-use kcp_common::testkit::Plugin;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::Plugin;
+use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
 use serde_json::Value;
 
 /// Path of the node token on the metadata server.
@@ -159,7 +159,7 @@ pub fn verify_jwt(jwt: &str) -> (Value, Value) {
 }
 
 /// Seconds since the epoch.
-pub use kcp_common::testkit::unix_now as now_secs;
+pub use kcp_testkit::unix_now as now_secs;
 
 /// The kubelet's `URLsMatch(glob, image)` (kubelet-contract.md §5/§6): the same number of host
 /// labels, each matched as a glob (`*` within one label), equal ports, and the key's path a

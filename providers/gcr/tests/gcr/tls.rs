@@ -3,11 +3,11 @@
 //! `oauth2.googleapis.com:443` to TLS fakes whose certificates come from a test CA trusted through
 //! `SSL_CERT_FILE`. No endpoint flag is used: this is exactly what a proxied production node does.
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::TempDir;
-use kcp_common::testkit::fake::FakeResponse;
-use kcp_common::testkit::proxy::ConnectProxy;
-use kcp_common::testkit::tls::{TestCa, TlsFakeServer};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::TempDir;
+use kcp_testkit::fake::FakeResponse;
+use kcp_testkit::proxy::ConnectProxy;
+use kcp_testkit::tls::{TestCa, TlsFakeServer};
 
 use crate::support::*;
 

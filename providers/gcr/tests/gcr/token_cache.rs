@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use kcp_common::ApiVersion;
-use kcp_common::testkit::cache::{cache_entries, herd, service_account_token};
-use kcp_common::testkit::fake::{FakeResponse, FakeServer};
-use kcp_common::testkit::{Plugin, TempDir, unix_now};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_testkit::fake::{FakeResponse, FakeServer};
+use kcp_testkit::{Plugin, TempDir, unix_now};
 
 use crate::support::*;
 
@@ -22,7 +22,7 @@ fn cached(p: Plugin, dir: &TempDir) -> Plugin {
     )])
 }
 
-fn secs(d: Option<kcp_common::duration::GoDuration>) -> i64 {
+fn secs(d: Option<kcp_kubelet::duration::GoDuration>) -> i64 {
     d.expect("cacheDuration").as_nanos() / 1_000_000_000
 }
 

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use kcp_common::ApiVersion;
-use kcp_common::testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
-use kcp_common::testkit::{Plugin, rfc3339};
+use kcp_kubelet::ApiVersion;
+use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
+use kcp_testkit::{Plugin, rfc3339};
 
 use crate::support::*;
 

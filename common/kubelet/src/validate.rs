@@ -1,0 +1,456 @@
+//! The kubelet's 22 config validation rules with its exact messages (kubelet-contract.md §2.5),
+//! the registration checks on the bin dir (§1.1), and warnings for what the kubelet accepts but
+//! can never work.
+//!
+//! Messages follow apimachinery's `field.Error` formatting: field paths carry no list index, and
+//! the aggregate reads `failed to validate credential provider config: [a, b]` (no brackets for
+//! a single error, duplicates folded).
+
+use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::matching::{MatchOutcome, Side, explain};
+
+use crate::config::{Config, Provider};
+
+/// The provider API versions the kubelet knows, sorted as its message lists them.
+const API_VERSIONS: [&str; 3] = [
+    "credentialprovider.kubelet.k8s.io/v1",
+    "credentialprovider.kubelet.k8s.io/v1alpha1",
+    "credentialprovider.kubelet.k8s.io/v1beta1",
+];
+
+/// One finding about a provider (or the whole config when `provider` is `None`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The provider's name, if the finding is about one.
+    pub provider: Option<String>,
+    /// The message.
+    pub message: String,
+}
+
+/// Everything `validate` found.
+#[derive(Debug, Clone, Default)]
+pub struct Validation {
+    /// Validation errors in the kubelet's wording, in its order.
+    pub errors: Vec<Finding>,
+    /// Registration errors on the bin dir (the kubelet exits 1 on start).
+    pub registration: Vec<Finding>,
+    /// Accepted by the kubelet, but never works.
+    pub warnings: Vec<Finding>,
+    /// Fine, but worth knowing (version requirements).
+    pub notes: Vec<Finding>,
+}
+
+impl Validation {
+    /// True when a kubelet would start with this config.
+    pub fn ok(&self) -> bool {
+        self.errors.is_empty() && self.registration.is_empty()
+    }
+
+    /// The single line the kubelet logs for the validation errors, if any.
+    pub fn kubelet_message(&self) -> Option<String> {
+        aggregate(&self.errors)
+    }
+}
+
+/// The kubelet's aggregate: one message as is, several in brackets, duplicates folded.
+fn aggregate(errors: &[Finding]) -> Option<String> {
+    let mut seen = BTreeSet::new();
+    let unique: Vec<&str> = errors
+        .iter()
+        .map(|f| f.message.as_str())
+        .filter(|m| seen.insert(*m))
+        .collect();
+    let body = match unique.as_slice() {
+        [] => return None,
+        [one] => (*one).to_owned(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    Some(format!(
+        "failed to validate credential provider config: {body}"
+    ))
+}
+
+/// Validates a loaded config; with `bin_dir`, also the kubelet's start-up binary checks.
+pub fn validate(config: &Config, bin_dir: Option<&Path>) -> Validation {
+    let mut v = Validation::default();
+    let fatal = |v: &mut Validation, p: Option<&Provider>, message: String| {
+        v.errors.push(Finding {
+            provider: p.map(|p| p.name.clone()),
+            message,
+        });
+    };
+    if config.providers.is_empty() {
+        fatal(
+            &mut v,
+            None,
+            "providers: Required value: at least 1 item in plugins is required".into(),
+        );
+    }
+    let mut seen_names = BTreeSet::new();
+    for p in &config.providers {
+        for message in provider_errors(p, &mut seen_names) {
+            fatal(&mut v, Some(p), message);
+        }
+        warnings(p, &mut v.warnings, &mut v.notes);
+    }
+    if let Some(dir) = bin_dir {
+        registration(config, dir, &mut v.registration);
+    }
+    v
+}
+
+/// The rules for one provider, in `validateCredentialProviderConfig`'s order.
+fn provider_errors(p: &Provider, seen_names: &mut BTreeSet<String>) -> Vec<String> {
+    let mut errs = Vec::new();
+    let name = &p.name;
+    let invalid_name = |detail: &str| format!("providers.name: Invalid value: {name:?}: {detail}");
+    if name.contains('/') {
+        errs.push(invalid_name("provider name cannot contain '/'"));
+    }
+    if name.contains(' ') {
+        errs.push(invalid_name("provider name cannot contain spaces"));
+    }
+    if name == "." {
+        errs.push(invalid_name("provider name cannot be '.'"));
+    }
+    if name == ".." {
+        errs.push(invalid_name("provider name cannot be '..'"));
+    }
+    if !seen_names.insert(name.clone()) {
+        errs.push(format!("providers.name: Duplicate value: {name:?}"));
+    }
+    if p.api_version.is_empty() {
+        errs.push("providers.apiVersion: Required value".into());
+    } else if !API_VERSIONS.contains(&p.api_version.as_str()) {
+        errs.push(format!(
+            "providers.apiVersion: Unsupported value: {:?}: supported values: {}",
+            p.api_version,
+            quoted_list(&API_VERSIONS)
+        ));
+    }
+    if p.match_images.is_empty() {
+        errs.push(
+            "providers.matchImages: Required value: at least 1 item in matchImages is required"
+                .into(),
+        );
+    }
+    for pattern in &p.match_images {
+        if let Some(reason) = url_error(pattern) {
+            errs.push(format!(
+                "providers.matchImages: Invalid value: {pattern:?}: match image is invalid: {reason}"
+            ));
+        }
+    }
+    match p.default_cache_duration {
+        None => errs.push("providers.defaultCacheDuration: Required value".into()),
+        Some(d) if d.is_negative() => errs.push(format!(
+            "providers.defaultCacheDuration: Invalid value: \"{d}\": must be greater than or equal to 0"
+        )),
+        Some(_) => {}
+    }
+    if let Some(ta) = &p.token_attributes {
+        let path = "providers.tokenAttributes";
+        // Rule 13 (feature gate off) cannot be judged from the config: the gate is beta and on
+        // by default since 1.34; see the warning below for older kubelets.
+        if ta.audience.is_empty() {
+            errs.push(format!(
+                "{path}.serviceAccountTokenAudience: Required value"
+            ));
+        }
+        if ta.require_service_account.is_none() {
+            errs.push(format!("{path}.requireServiceAccount: Required value"));
+        }
+        if p.api_version != "credentialprovider.kubelet.k8s.io/v1" {
+            errs.push(format!(
+                "{path}: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version"
+            ));
+        }
+        if ta.require_service_account == Some(false) && !ta.required_keys.is_empty() {
+            errs.push(format!(
+                "{path}.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set"
+            ));
+        }
+        errs.extend(annotation_key_errors(
+            &format!("{path}.requiredServiceAccountAnnotationKeys"),
+            &ta.required_keys,
+        ));
+        errs.extend(annotation_key_errors(
+            &format!("{path}.optionalServiceAccountAnnotationKeys"),
+            &ta.optional_keys,
+        ));
+        let required: BTreeSet<&String> = ta.required_keys.iter().collect();
+        let both: Vec<String> = ta
+            .optional_keys
+            .iter()
+            .filter(|k| required.contains(k))
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !both.is_empty() {
+            let items: Vec<String> = both.iter().map(|k| format!("{k:?}")).collect();
+            errs.push(format!(
+                "{path}: Invalid value: []string{{{}}}: annotation keys cannot be both required and optional",
+                items.join(", ")
+            ));
+        }
+        match ta.cache_type.as_str() {
+            "" => errs.push(format!(
+                "{path}.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token"
+            )),
+            "Token" | "ServiceAccount" => {}
+            other => errs.push(format!(
+                "{path}.cacheType: Unsupported value: {other:?}: supported values: \"ServiceAccount\", \"Token\""
+            )),
+        }
+    }
+    errs
+}
+
+fn quoted_list(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The kubelet parses each entry after prefixing `https://`; Go's error text when that fails.
+fn url_error(pattern: &str) -> Option<String> {
+    match explain(pattern, "x") {
+        MatchOutcome::Unparsable {
+            which: Side::Pattern,
+            reason,
+        } => Some(reason),
+        _ => None,
+    }
+}
+
+/// `validateServiceAccountAnnotationKeys`: qualified names (checked lower-cased), no repeats.
+fn annotation_key_errors(path: &str, keys: &[String]) -> Vec<String> {
+    let mut errs = Vec::new();
+    let mut seen = BTreeSet::new();
+    for key in keys {
+        for msg in qualified_name_errors(&key.to_lowercase()) {
+            errs.push(format!("{path}: Invalid value: {key:?}: {msg}"));
+        }
+        if !seen.insert(key.as_str()) {
+            errs.push(format!("{path}: Duplicate value: {key:?}"));
+        }
+    }
+    errs
+}
+
+const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+
+/// apimachinery's `RegexError`, double space included.
+fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    let shown: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
+        shown.join(" or ")
+    )
+}
+
+/// apimachinery's `IsQualifiedName`.
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name_regex = || {
+        regex_error(
+            QUALIFIED_NAME_MSG,
+            QUALIFIED_NAME_FMT,
+            &["MyName", "my.name", "123-abc"],
+        )
+    };
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_owned());
+            } else {
+                if prefix.len() > 253 {
+                    errs.push("prefix part must be no more than 253 characters".to_owned());
+                }
+                if !is_dns1123_subdomain(prefix) {
+                    errs.push(format!(
+                        "prefix part {}",
+                        regex_error(
+                            DNS1123_SUBDOMAIN_MSG,
+                            DNS1123_SUBDOMAIN_FMT,
+                            &["example.com"]
+                        )
+                    ));
+                }
+            }
+            *name
+        }
+        _ => {
+            errs.push(format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                name_regex()
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_owned());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_owned());
+    }
+    if !is_qualified_name_part(name) {
+        errs.push(format!("name part {}", name_regex()));
+    }
+    errs
+}
+
+fn is_qualified_name_part(name: &str) -> bool {
+    let b = name.as_bytes();
+    let (Some(first), Some(last)) = (b.first(), b.last()) else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn is_dns1123_subdomain(value: &str) -> bool {
+    value.split('.').all(|label| {
+        let b = label.as_bytes();
+        let (Some(first), Some(last)) = (b.first(), b.last()) else {
+            return false;
+        };
+        let ok = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        ok(first) && ok(last) && b.iter().all(|c| ok(c) || *c == b'-')
+    })
+}
+
+/// Things the kubelet accepts that never work, and traps across versions.
+fn warnings(p: &Provider, out: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
+    let mut warn = |message: String| {
+        out.push(Finding {
+            provider: Some(p.name.clone()),
+            message,
+        });
+    };
+    if p.name.is_empty() {
+        warn("the provider has no name: the kubelet looks for the bin dir itself as the plugin and fails at start".into());
+    }
+    for pattern in &p.match_images {
+        if let Some((scheme, _)) = pattern.split_once("://") {
+            warn(format!(
+                "matchImages entry {pattern:?} has a scheme ({scheme}://): the kubelet prefixes https:// itself, so it never matches any image"
+            ));
+            continue;
+        }
+        if url_error(pattern).is_some() {
+            continue;
+        }
+        if let Some((host, path)) = pattern.split_once('/')
+            && path.contains(['*', '?', '['])
+        {
+            warn(format!(
+                "matchImages entry {pattern:?}: paths are literal prefixes, not globs, so it only matches images under the literal path \"/{path}\"; use {host:?} to match the whole registry"
+            ));
+        }
+        if let MatchOutcome::BadGlob { pattern_label } = explain(pattern, pattern) {
+            warn(format!(
+                "matchImages entry {pattern:?}: host label {pattern_label:?} is a malformed glob, so it never matches"
+            ));
+        }
+    }
+    if let Some(ta) = &p.token_attributes {
+        if ta.cache_type.is_empty() {
+            warn("tokenAttributes without cacheType was accepted by kubelet 1.33 but stops a 1.34+ kubelet from starting (kubernetes/kubernetes#132617)".into());
+        }
+        notes.push(Finding {
+            provider: Some(p.name.clone()),
+            message: "tokenAttributes needs the KubeletServiceAccountTokenForCredentialProviders gate (beta, on since 1.34); with it off the kubelet fails with \"providers.tokenAttributes: Forbidden: tokenAttributes is not supported when KubeletServiceAccountTokenForCredentialProviders feature gate is disabled\"".into(),
+        });
+    }
+}
+
+/// The kubelet's start-up checks on the bin dir and each binary (`exec.LookPath`).
+fn registration(config: &Config, dir: &Path, out: &mut Vec<Finding>) {
+    if !dir.is_dir() {
+        out.push(Finding {
+            provider: None,
+            message: format!("plugin binary directory {} did not exist", dir.display()),
+        });
+        return;
+    }
+    for p in &config.providers {
+        let path = dir.join(&p.name);
+        let message = match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
+                "plugin binary executable {} did not exist",
+                path.display()
+            )),
+            Err(e) => Some(format!(
+                "error inspecting binary executable {}: {e}",
+                path.display()
+            )),
+            Ok(meta) if meta.is_dir() => Some(format!(
+                "error inspecting binary executable {}: exec: {:?}: is a directory",
+                path.display(),
+                path.display().to_string()
+            )),
+            Ok(meta) if meta.permissions().mode() & 0o111 == 0 => Some(format!(
+                "error inspecting binary executable {}: exec: {:?}: permission denied",
+                path.display(),
+                path.display().to_string()
+            )),
+            Ok(_) => None,
+        };
+        if let Some(message) = message {
+            out.push(Finding {
+                provider: Some(p.name.clone()),
+                message,
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names_follow_apimachinery() {
+        assert!(qualified_name_errors("domain.io/identity-id").is_empty());
+        assert_eq!(
+            qualified_name_errors("cantendwithadash-"),
+            vec!["name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_owned()]
+        );
+        assert_eq!(
+            qualified_name_errors("/x"),
+            vec!["prefix part must be non-empty".to_owned()]
+        );
+        assert_eq!(qualified_name_errors("a/b/c").len(), 1);
+    }
+
+    #[test]
+    fn aggregate_brackets_only_several_errors() {
+        let f = |m: &str| Finding {
+            provider: None,
+            message: m.into(),
+        };
+        assert_eq!(
+            aggregate(&[f("a")]).as_deref(),
+            Some("failed to validate credential provider config: a")
+        );
+        assert_eq!(
+            aggregate(&[f("a"), f("b"), f("a")]).as_deref(),
+            Some("failed to validate credential provider config: [a, b]")
+        );
+        assert_eq!(aggregate(&[]), None);
+    }
+}

@@ -1,0 +1,605 @@
+//! HTTP for the calls a provider makes by hand (metadata servers, token exchanges).
+//!
+//! One client setup for every provider: rustls with the ring provider (aws-lc-rs costs ~20 ms of CPU
+//! in every exec), the system trust store plus `SSL_CERT_FILE`, short connect timeouts, and request
+//! timeouts capped by the run's [`Deadline`]. Proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`,
+//! `ALL_PROXY`, `NO_PROXY`, either case) are honoured, except for cloud metadata endpoints: those
+//! are link-local and node-only, and sending their traffic (and the tokens in it) to a proxy is
+//! both wrong and dangerous, so [`Route::Metadata`] and every link-local address go direct.
+//!
+//! Clients are built on first use and plain-`http://` requests use one without a trust store, so
+//! a run that only talks to a metadata server never reads the system's CA certificates (a 200 KB
+//! file and ~0.6M instructions per exec, see `tls`). Error excerpts of answer bodies are cut
+//! short and token-like runs in them redacted ([`redact_token_like`]), and redirects are never
+//! followed (a token must not follow one).
+
+use std::net::IpAddr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use reqwest::{Method, Url};
+
+use std::cell::Cell;
+
+use crate::deadline::Deadline;
+use crate::retry::{Retry, RetryPolicy, retry};
+
+/// Default connect timeout.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default per-request timeout (further capped by the deadline).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// When a call's timeout is cut short by the run's deadline, it ends this much earlier, so the
+/// caller can still report which call timed out before the runner's overall deadline fires.
+pub const DEADLINE_SLACK: Duration = Duration::from_millis(100);
+/// Most bytes read from a response body; token answers are a few KiB.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Installs ring as the process-wide rustls provider. Idempotent; call before any TLS.
+pub fn install_crypto_provider() {
+    // Err means a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Static glibc builds (release binaries) only: resolve host names with glibc's built-in `files`
+/// (/etc/hosts) and `dns` (/etc/resolv.conf) services, whatever the node's /etc/nsswitch.conf says.
+///
+/// A statically linked glibc still reads nsswitch.conf and would dlopen the node's NSS modules for
+/// any other service listed there (`resolve`, `myhostname`, `mdns4_minimal`…), pulling the node's
+/// own, possibly different, glibc into the process; glibc warns that this needs the exact version
+/// the binary was linked with. `files` and `dns` are part of libc itself since glibc 2.34, so with
+/// this pin name resolution never leaves the binary. Runs before any client exists, hence before
+/// any lookup.
+#[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+fn pin_static_host_lookup() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        unsafe extern "C" {
+            // Part of glibc's public ABI (GLIBC_2.2.5 on x86_64); meant for exactly this override.
+            fn __nss_configure_lookup(
+                db: *const std::ffi::c_char,
+                service_line: *const std::ffi::c_char,
+            ) -> std::ffi::c_int;
+        }
+        // SAFETY: two NUL-terminated static strings; no lookup is running yet (see above).
+        let rc = unsafe { __nss_configure_lookup(c"hosts".as_ptr(), c"files dns".as_ptr()) };
+        if rc != 0 {
+            tracing::debug!("could not pin host lookups to files and dns; nsswitch.conf applies");
+        }
+    });
+}
+
+/// Where a request goes, which decides whether proxies apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// A public or corporate endpoint: proxy variables apply.
+    Internet,
+    /// A node-local metadata endpoint: never proxied.
+    Metadata,
+}
+
+/// Proxy settings, normally read from the environment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyConfig {
+    /// Proxy for `https://` URLs.
+    pub https: Option<String>,
+    /// Proxy for `http://` URLs.
+    pub http: Option<String>,
+    /// Hosts that bypass the proxy, in curl's `NO_PROXY` syntax.
+    pub no_proxy: Option<String>,
+}
+
+impl ProxyConfig {
+    /// Reads `HTTPS_PROXY`/`https_proxy`, `HTTP_PROXY`/`http_proxy`, `ALL_PROXY`/`all_proxy` and
+    /// `NO_PROXY`/`no_proxy`; the lowercase spelling wins, as in curl.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// As [`Self::from_env`], from any lookup function (tests, the checker's merged environment).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let get = |name: &str| {
+            lookup(&name.to_ascii_lowercase())
+                .or_else(|| lookup(name))
+                .filter(|v| !v.trim().is_empty())
+        };
+        let all = get("ALL_PROXY");
+        ProxyConfig {
+            https: get("HTTPS_PROXY").or_else(|| all.clone()),
+            http: get("HTTP_PROXY").or(all),
+            no_proxy: get("NO_PROXY"),
+        }
+    }
+}
+
+/// Why an HTTP call failed. Messages name the URL's host, never a token.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The client could not be set up (bad proxy URL, TLS setup).
+    #[error("HTTP client setup failed: {0}")]
+    Setup(String),
+    /// No connection, a reset, or a timeout.
+    #[error("request to {host} failed: {reason}")]
+    Transport {
+        /// The host that was called.
+        host: String,
+        /// What went wrong.
+        reason: String,
+        /// Whether it was a timeout.
+        timeout: bool,
+    },
+    /// The TLS handshake failed: an untrusted or mismatched certificate. Retrying cannot help.
+    #[error(
+        "TLS with {host} failed: {reason}; check the CA bundle (SSL_CERT_FILE) and any TLS-intercepting proxy"
+    )]
+    Tls {
+        /// The host that was called.
+        host: String,
+        /// What rustls reported.
+        reason: String,
+    },
+    /// The server answered with a non-success status.
+    #[error("{host} answered HTTP {status}{}", if .detail.is_empty() { String::new() } else { format!(": {}", .detail) })]
+    Status {
+        /// The host that was called.
+        host: String,
+        /// The HTTP status.
+        status: u16,
+        /// A short, sanitized excerpt of the body (no secrets are expected in error bodies, but
+        /// it is cut short and folded onto one line anyway).
+        detail: String,
+    },
+    /// The body was too large or unreadable.
+    #[error("reading the answer from {host} failed: {reason}")]
+    Body {
+        /// The host that was called.
+        host: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// The deadline had already passed.
+    #[error("no time left before the overall deadline to call {0}")]
+    DeadlinePassed(String),
+}
+
+impl HttpError {
+    /// Whether another attempt may succeed: timeouts, connection errors, 429 and 5xx.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            HttpError::Transport { .. } => true,
+            HttpError::Status { status, .. } => *status == 429 || *status >= 500,
+            HttpError::Setup(_)
+            | HttpError::Tls { .. }
+            | HttpError::Body { .. }
+            | HttpError::DeadlinePassed(_) => false,
+        }
+    }
+
+    /// The HTTP status, when the server answered.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            HttpError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// An answer: always 2xx from [`HttpClient::send`], any status from [`HttpClient::fetch`].
+#[derive(Debug, Clone)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// The body.
+    pub body: Vec<u8>,
+    /// Response headers, lower-cased names.
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpResponse {
+    /// The first header of that (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An HTTP client that follows the rules in the module docs.
+///
+/// The underlying clients are built on first use, one per kind of route: building one loads the
+/// system's CA certificates (a 200 KB bundle, read once per process), and a run that only talks
+/// plain HTTP to a metadata server needs none of them.
+#[derive(Debug, Clone)]
+pub struct HttpClient {
+    inner: Arc<Clients>,
+}
+
+#[derive(Debug)]
+struct Clients {
+    proxy: ProxyConfig,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+    /// One lazily built client per [`Kind`], indexed by [`Kind::index`].
+    clients: [OnceLock<Result<reqwest::Client, String>>; 4],
+}
+
+/// Which client a request needs: through the proxy variables or direct, and with the system
+/// trust store or none at all (plain `http://` that no TLS will ever touch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kind {
+    proxied: bool,
+    tls: bool,
+}
+
+impl Kind {
+    fn index(self) -> usize {
+        usize::from(self.proxied) * 2 + usize::from(self.tls)
+    }
+}
+
+impl HttpClient {
+    /// A client with the environment's proxy settings and default timeouts.
+    pub fn from_env() -> Result<Self, HttpError> {
+        Self::new(&ProxyConfig::from_env(), CONNECT_TIMEOUT, REQUEST_TIMEOUT)
+    }
+
+    /// A client with explicit proxy settings and timeouts. Proxy URLs are checked here; the
+    /// connections themselves are set up on first use.
+    pub fn new(
+        proxy: &ProxyConfig,
+        connect_timeout: Duration,
+        request_timeout: Duration,
+    ) -> Result<Self, HttpError> {
+        install_crypto_provider();
+        #[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+        pin_static_host_lookup();
+        for url in [&proxy.https, &proxy.http].into_iter().flatten() {
+            reqwest::Proxy::all(url).map_err(|e| {
+                HttpError::Setup(format!("invalid proxy URL from the environment: {e}"))
+            })?;
+        }
+        Ok(HttpClient {
+            inner: Arc::new(Clients {
+                proxy: proxy.clone(),
+                connect_timeout,
+                request_timeout,
+                clients: Default::default(),
+            }),
+        })
+    }
+
+    fn client(&self, kind: Kind) -> Result<&reqwest::Client, HttpError> {
+        self.inner.clients[kind.index()]
+            .get_or_init(|| self.inner.build(kind))
+            .as_ref()
+            .map_err(|e| HttpError::Setup(e.clone()))
+    }
+
+    /// Sends one request and returns a 2xx answer, or an error naming the host.
+    ///
+    /// `headers` and `body` may carry secrets; they are never logged.
+    pub async fn send(
+        &self,
+        route: Route,
+        method: Method,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        deadline: Deadline,
+    ) -> Result<HttpResponse, HttpError> {
+        let response = self
+            .fetch(route, method, url, headers, body, deadline)
+            .await?;
+        if !(200..300).contains(&response.status) {
+            return Err(HttpError::Status {
+                host: url.host_str().unwrap_or("").to_owned(),
+                status: response.status,
+                detail: excerpt(&response.body),
+            });
+        }
+        Ok(response)
+    }
+
+    /// As [`Self::send`], but returns the answer whatever its status (for clients such as SDK
+    /// transports that read error bodies themselves). Transport failures, the body cap and the
+    /// deadline still give errors.
+    pub async fn fetch(
+        &self,
+        route: Route,
+        method: Method,
+        url: &Url,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+        deadline: Deadline,
+    ) -> Result<HttpResponse, HttpError> {
+        let host = url.host_str().unwrap_or("").to_owned();
+        let mut timeout = deadline.cap(self.inner.request_timeout);
+        if timeout < self.inner.request_timeout {
+            timeout = timeout.saturating_sub(DEADLINE_SLACK);
+        }
+        if timeout.is_zero() {
+            return Err(HttpError::DeadlinePassed(host));
+        }
+        let proxied = route == Route::Internet && !is_link_local_url(url);
+        // A plain-http request needs TLS only to reach an https:// proxy.
+        let tls =
+            url.scheme() != "http"
+                || (proxied
+                    && self.inner.proxy.http.as_deref().is_some_and(|p| {
+                        p.trim_start().to_ascii_lowercase().starts_with("https://")
+                    }));
+        let client = self.client(Kind { proxied, tls })?;
+        let mut request = client.request(method.clone(), url.clone()).timeout(timeout);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        tracing::debug!(%method, %host, path = url.path(), ?route, "HTTP request");
+        let response = request
+            .send()
+            .await
+            .map_err(|e| transport_error(&host, &e))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
+            .collect();
+        let body = read_body(response, &host).await?;
+        tracing::debug!(%host, status, bytes = body.len(), "HTTP response");
+        Ok(HttpResponse {
+            status,
+            body,
+            headers,
+        })
+    }
+}
+
+impl Clients {
+    fn build(&self, kind: Kind) -> Result<reqwest::Client, String> {
+        let mut builder = reqwest::Client::builder()
+            .connect_timeout(self.connect_timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!(
+                "kubelet-credential-providers/",
+                env!("CARGO_PKG_VERSION")
+            ))
+            // Our own proxy handling below replaces reqwest's implicit environment lookup.
+            .no_proxy();
+        if kind.proxied {
+            let no_proxy = self
+                .proxy
+                .no_proxy
+                .as_deref()
+                .and_then(reqwest::NoProxy::from_string);
+            if let Some(url) = &self.proxy.https {
+                builder = builder.proxy(
+                    reqwest::Proxy::https(url)
+                        .map_err(|e| e.to_string())?
+                        .no_proxy(no_proxy.clone()),
+                );
+            }
+            if let Some(url) = &self.proxy.http {
+                builder = builder.proxy(
+                    reqwest::Proxy::http(url)
+                        .map_err(|e| e.to_string())?
+                        .no_proxy(no_proxy.clone()),
+                );
+            }
+        }
+        if kind.tls {
+            // Our trust store (fast PEM loading, SSL_CERT_FILE/SSL_CERT_DIR) instead of the
+            // platform verifier, which costs ~4 ms of CPU per process to parse the same bundle.
+            let config = crate::tls::client_config().map_err(|e| e.to_string())?;
+            builder = builder.tls_backend_preconfigured(config);
+        } else {
+            // An empty trust store: nothing is read from disk, and https cannot succeed, which
+            // is fine because this client only ever sees http:// URLs over plain connections.
+            builder = builder.tls_certs_only(std::iter::empty());
+        }
+        builder.build().map_err(|e| crate::logging::error_chain(&e))
+    }
+}
+
+/// A request to send, possibly more than once.
+pub struct Call<'a> {
+    /// Proxy routing.
+    pub route: Route,
+    /// The HTTP method.
+    pub method: Method,
+    /// Where to.
+    pub url: &'a Url,
+    /// Headers; may carry secrets, never logged.
+    pub headers: &'a [(&'a str, &'a str)],
+    /// Body; may carry secrets, never logged.
+    pub body: Option<&'a [u8]>,
+    /// What the call is for, in log lines ("metadata token", "STS exchange").
+    pub what: &'a str,
+}
+
+/// The last error of a call and how many attempts it took.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}{}", if *.attempts > 1 { format!(" (after {} attempts)", .attempts) } else { String::new() })]
+pub struct CallError {
+    /// The last attempt's error.
+    #[source]
+    pub error: HttpError,
+    /// Attempts made.
+    pub attempts: u32,
+}
+
+impl CallError {
+    /// The HTTP status of the last answer, if there was one.
+    pub fn status(&self) -> Option<u16> {
+        self.error.status()
+    }
+}
+
+impl HttpClient {
+    /// Sends `call`, retrying transient failures (connection errors, timeouts, 429, 5xx) with
+    /// jittered backoff under [`RetryPolicy::default`], inside `deadline`; 2xx answers only.
+    pub async fn send_retrying(
+        &self,
+        call: Call<'_>,
+        deadline: Deadline,
+    ) -> Result<HttpResponse, CallError> {
+        let http = self;
+        let attempts = Cell::new(0);
+        retry(
+            RetryPolicy::default(),
+            deadline,
+            |e: &HttpError| {
+                if e.is_transient() {
+                    Retry::Transient
+                } else {
+                    Retry::Permanent
+                }
+            },
+            |attempt, error, wait| {
+                // Info, not warn: on success nobody needs it, on failure the final error counts them.
+                tracing::info!(
+                    what = call.what,
+                    attempt,
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    "{error}; retrying"
+                );
+            },
+            |attempt| {
+                attempts.set(attempt);
+                tracing::debug!(what = call.what, attempt, "sending");
+                http.send(
+                    call.route,
+                    call.method.clone(),
+                    call.url,
+                    call.headers,
+                    call.body.map(<[u8]>::to_vec),
+                    deadline,
+                )
+            },
+        )
+        .await
+        .map_err(|error| CallError {
+            error,
+            attempts: attempts.get(),
+        })
+    }
+}
+
+async fn read_body(mut response: reqwest::Response, host: &str) -> Result<Vec<u8>, HttpError> {
+    let mut body = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(HttpError::Body {
+                        host: host.to_owned(),
+                        reason: format!("answer larger than {MAX_BODY_BYTES} bytes"),
+                    });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => return Ok(body),
+            Err(e) => return Err(transport_error(host, &e)),
+        }
+    }
+}
+
+fn transport_error(host: &str, error: &reqwest::Error) -> HttpError {
+    let mut reason = crate::logging::error_chain(error);
+    // reqwest puts the full URL in its message; keep the host only, a query may hold a secret.
+    if let Some(url) = error.url() {
+        reason = reason.replace(url.as_str(), host);
+    }
+    if let Some(tls) = rustls_error(error) {
+        return HttpError::Tls {
+            host: host.to_owned(),
+            reason: tls.to_string(),
+        };
+    }
+    HttpError::Transport {
+        host: host.to_owned(),
+        reason,
+        timeout: error.is_timeout(),
+    }
+}
+
+/// The rustls error somewhere in the chain; tokio-rustls wraps it in an `io::Error`, sometimes
+/// inside another one, and `io::Error::source` skips the wrapped error itself.
+fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+        return Some(tls);
+    }
+    let wrapped = error
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref());
+    if let Some(found) = wrapped.and_then(|inner| rustls_error(inner)) {
+        return Some(found);
+    }
+    error.source().and_then(rustls_error)
+}
+
+/// A short one-line excerpt of an error body, for diagnostics. Token-like runs are redacted
+/// before the cut, so a body that quotes the token it rejects (or a fragment of it) cannot carry
+/// it into a log line.
+fn excerpt(body: &[u8]) -> String {
+    const MAX: usize = 200;
+    let text = String::from_utf8_lossy(body);
+    let line = redact_token_like(&crate::logging::one_line(&text));
+    match line.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
+    }
+}
+
+/// Shortest run of token characters that [`redact_token_like`] replaces. Words of error
+/// messages, host names (split at dots) and UUIDs (36) are shorter; access tokens, JWT segments,
+/// keys and signatures are longer.
+pub const TOKEN_RUN_MIN: usize = 40;
+
+/// Replaces every run of at least [`TOKEN_RUN_MIN`] characters from `[A-Za-z0-9_+=-]` (the
+/// base64 and base64url alphabets without `/`) with `<redacted>`.
+pub fn redact_token_like(text: &str) -> String {
+    let is_token_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '=');
+    let mut out = String::with_capacity(text.len());
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= TOKEN_RUN_MIN {
+            out.push_str(kcp_kubelet::secret::REDACTED);
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if is_token_char(c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// Whether the URL's host is a link-local address (cloud metadata lives there).
+pub fn is_link_local_url(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => is_link_local(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => is_link_local(IpAddr::V6(ip)),
+        _ => false,
+    }
+}
+
+/// 169.254.0.0/16, fe80::/10 and AWS's IPv6 IMDS address fd00:ec2::254.
+pub fn is_link_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_link_local(),
+        IpAddr::V6(v6) => {
+            (v6.segments()[0] & 0xffc0) == 0xfe80
+                || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! The runtime every provider binary in this workspace is built on.
+//!
+//! A provider is thin: its flags, its token source and the mapping of a token into
+//! [`kcp_kubelet::Credentials`]. Everything else a plugin process needs lives here, one module per
+//! concern:
+//!
+//! - [`cli`]: the flags every provider shares, lenient Go-style parsing, one-line usage errors.
+//! - [`settings`]: flags and environment resolved once into one value, before stdin is read.
+//! - [`runner`]: stdin → provider → exactly one response on stdout, errors as one stderr line.
+//! - [`deadline`], [`retry`], [`http`]: one overall deadline, jittered retries, HTTP for hand-rolled calls.
+//! - [`tls`]: the trust store (fast PEM loading) and rustls client configuration.
+//! - [`token_cache`]: the opt-in on-disk token cache shared by concurrent and later execs.
+//! - [`jwt`]: unverified JWT claims (expiry, service-account identity).
+//! - [`logging`]: leveled, one-line stderr logging.
+//!
+//! The protocol types themselves come from [`kcp_kubelet`], re-exported here for providers.
+
+pub mod cli;
+pub mod deadline;
+pub mod http;
+pub mod jwt;
+pub mod logging;
+pub mod retry;
+pub mod runner;
+pub mod settings;
+pub mod tls;
+pub mod token_cache;
+
+pub use kcp_kubelet::{
+    self as kubelet, ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials,
+    Secret,
+};
+pub use runner::ProviderError;

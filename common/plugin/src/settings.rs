@@ -1,0 +1,244 @@
+//! The shared flags ([`CommonArgs`]) and their environment variables, resolved once into one
+//! [`Settings`] value.
+//!
+//! Every provider follows the same lifecycle: parse the command line, resolve [`Settings`] (and the
+//! provider's own configuration), and only then read the request from stdin. A bad value anywhere
+//! is a usage error (exit 2, one line) before any request is read, and nothing later reads the
+//! environment for these settings again. Flags win over the environment; an empty variable counts
+//! as unset.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kcp_kubelet::cache_hint::{DEFAULT_JITTER_PERCENT, JITTER_ENV};
+use kcp_kubelet::duration::GoDuration;
+
+use crate::deadline::{DEADLINE_ENV, DEFAULT_DEADLINE};
+use crate::logging::Verbosity;
+use crate::token_cache::{self, TokenCache};
+
+/// Flags shared by every provider.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CommonArgs {
+    /// More log output on stderr; repeat for more (-vvvv = debug).
+    #[arg(short = 'v', action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+
+    /// klog-style log level: 0 warnings, 2 info, 4 debug, 6 trace (also CREDENTIAL_PROVIDER_VERBOSITY).
+    #[arg(long = "v", value_name = "N", global = true)]
+    pub v: Option<u32>,
+
+    /// Overall time limit for one run, a Go duration; the kubelet kills plugins at 60s
+    /// (also CREDENTIAL_PROVIDER_DEADLINE) [default: 45s].
+    #[arg(long, value_name = "DURATION", value_parser = parse_go_duration, global = true)]
+    pub deadline: Option<GoDuration>,
+
+    /// Keep registry tokens on disk so concurrent and later execs (and restarted kubelets) reuse
+    /// one upstream token (also CREDENTIAL_PROVIDER_TOKEN_CACHE)
+    /// [default dir: /var/lib/kubelet-credential-provider/token-cache].
+    #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", global = true)]
+    pub token_cache: Option<bool>,
+
+    /// Directory of the token cache; setting it turns the cache on (also
+    /// CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub token_cache_dir: Option<PathBuf>,
+
+    /// Lower cacheDuration by a random 0..PERCENT %, so nodes that started together do not all
+    /// refresh together; 0 turns it off (also CREDENTIAL_PROVIDER_CACHE_JITTER) [default: 10].
+    #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), global = true)]
+    pub cache_jitter: Option<u8>,
+}
+
+/// Parses a Go duration string for clap.
+pub fn parse_go_duration(text: &str) -> Result<GoDuration, String> {
+    GoDuration::parse(text).map_err(|e| e.to_string())
+}
+
+/// What one run takes from the shared flags and the environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The log level.
+    pub verbosity: Verbosity,
+    /// The overall deadline of the run.
+    pub deadline: Duration,
+    /// Fleet jitter percentage for `cacheDuration` (0 = off).
+    pub cache_jitter: u8,
+    /// The on-disk token cache, when turned on.
+    pub token_cache: Option<TokenCache>,
+}
+
+impl Settings {
+    /// Resolves every shared setting from `args`, falling back to the environment.
+    pub fn resolve(args: &CommonArgs) -> Result<Settings, String> {
+        let verbosity = verbosity(args)?;
+        let deadline = deadline(args)?;
+        let cache_jitter = cache_jitter(args)?;
+        let token_cache = token_cache(args, cache_jitter)?;
+        Ok(Settings {
+            verbosity,
+            deadline,
+            cache_jitter,
+            token_cache,
+        })
+    }
+}
+
+/// The log level from the flags, falling back to the environment.
+fn verbosity(args: &CommonArgs) -> Result<Verbosity, String> {
+    let from_args = match (args.v, args.verbose) {
+        (Some(n), _) => Some(Verbosity::from_klog(n)),
+        (None, 0) => None,
+        (None, count) => Some(Verbosity::from_klog(u32::from(count))),
+    };
+    Verbosity::resolve(from_args)
+}
+
+/// The overall deadline from the flag, else [`DEADLINE_ENV`], else [`DEFAULT_DEADLINE`].
+fn deadline(args: &CommonArgs) -> Result<Duration, String> {
+    let chosen = match args.deadline {
+        Some(d) => d,
+        None => match env_text(DEADLINE_ENV) {
+            Some(text) => GoDuration::parse(&text).map_err(|e| format!("{DEADLINE_ENV}: {e}"))?,
+            None => return Ok(DEFAULT_DEADLINE),
+        },
+    };
+    chosen
+        .to_std()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("deadline must be positive, got {chosen}"))
+}
+
+/// The fleet-jitter percentage from the flag, else [`JITTER_ENV`], else the default.
+fn cache_jitter(args: &CommonArgs) -> Result<u8, String> {
+    if let Some(percent) = args.cache_jitter {
+        return Ok(percent);
+    }
+    match env_text(JITTER_ENV) {
+        None => Ok(DEFAULT_JITTER_PERCENT),
+        Some(text) => text
+            .parse::<u8>()
+            .ok()
+            .filter(|p| *p <= 100)
+            .ok_or_else(|| format!("{JITTER_ENV}: {text:?} is not a percentage from 0 to 100")),
+    }
+}
+
+/// The token cache, when the flags or the environment turn it on; setting a directory turns it on.
+fn token_cache(args: &CommonArgs, jitter: u8) -> Result<Option<TokenCache>, String> {
+    let on = match args.token_cache {
+        Some(on) => Some(on),
+        None => match env_text(token_cache::ENABLE_ENV) {
+            Some(text) => Some(parse_bool(&text).ok_or_else(|| {
+                format!(
+                    "{}: {text:?} is not a boolean (true/false)",
+                    token_cache::ENABLE_ENV
+                )
+            })?),
+            None => None,
+        },
+    };
+    let dir = args
+        .token_cache_dir
+        .clone()
+        .or_else(|| env_text(token_cache::DIR_ENV).map(PathBuf::from));
+    let on = on.unwrap_or(dir.is_some());
+    Ok(on.then(|| {
+        TokenCache::new(dir.unwrap_or_else(|| PathBuf::from(token_cache::DEFAULT_DIR)))
+            .with_refresh_jitter(jitter)
+    }))
+}
+
+/// A variable's trimmed value; unset and empty are the same.
+fn env_text(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
+/// `true`/`false` and the usual spellings of them, as clap's boolish parser reads flags.
+fn parse_bool(text: &str) -> Option<bool> {
+    match text.to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "y" | "on" => Some(true),
+        "false" | "0" | "no" | "n" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::normalize_args;
+    use clap::Parser;
+    use tracing::level_filters::LevelFilter;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        common: CommonArgs,
+        rest: Vec<String>,
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(normalize_args(
+            std::iter::once("p").chain(args.iter().copied()),
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn reads_klog_and_counted_verbosity() {
+        let level = |args: &[&str]| verbosity(&parse(args).common).unwrap().level();
+        assert_eq!(level(&["--v=4"]), LevelFilter::DEBUG);
+        assert_eq!(level(&["-v=2"]), LevelFilter::INFO);
+        assert_eq!(level(&["--v", "6"]), LevelFilter::TRACE);
+        assert_eq!(level(&["-vvvv"]), LevelFilter::DEBUG);
+        assert_eq!(level(&["-v"]), LevelFilter::INFO);
+    }
+
+    #[test]
+    fn reads_the_deadline_as_a_go_duration() {
+        assert_eq!(
+            deadline(&parse(&["--deadline=1m30s"]).common).unwrap(),
+            Duration::from_secs(90)
+        );
+        assert_eq!(
+            deadline(&parse(&["-deadline=2s"]).common).unwrap(),
+            Duration::from_secs(2)
+        );
+        assert!(Cli::try_parse_from(["p", "--deadline=soon"]).is_err());
+        assert!(deadline(&parse(&["--deadline=0s"]).common).is_err());
+        assert_eq!(
+            parse(&["get-credentials"]).rest,
+            vec!["get-credentials".to_owned()]
+        );
+    }
+
+    #[test]
+    fn flags_set_jitter_and_the_token_cache() {
+        let s = Settings::resolve(
+            &parse(&[
+                "--cache-jitter=0",
+                "--token-cache-dir=/tmp/x",
+                "--deadline=3s",
+            ])
+            .common,
+        )
+        .unwrap();
+        assert_eq!(s.cache_jitter, 0);
+        assert_eq!(s.deadline, Duration::from_secs(3));
+        assert!(s.token_cache.is_some());
+        let s = Settings::resolve(
+            &parse(&[
+                "--token-cache=false",
+                "--token-cache-dir=/tmp/x",
+                "--cache-jitter=7",
+            ])
+            .common,
+        )
+        .unwrap();
+        assert!(s.token_cache.is_none());
+        assert_eq!(s.cache_jitter, 7);
+    }
+}

@@ -1,0 +1,1003 @@
+//! The opt-in on-disk token cache every provider shares.
+//!
+//! The kubelet starts a fresh plugin process per cache miss and forgets its own cache on restart,
+//! so a node that starts many pods at once, or a fleet whose kubelets restart together, asks the
+//! token API once per exec. With this cache the first exec for a [`CacheKey`] fetches and writes
+//! the registry credential; concurrent execs wait on an advisory lock and read what it wrote;
+//! later execs and restarted kubelets read it until it is about to expire.
+//!
+//! What is trusted on disk is deliberately narrow:
+//! - the directory must be a real directory owned by the running user (it is created `0700`, and
+//!   tightened to `0700` if it is more open);
+//! - an entry must be a regular file (no symlink) owned by the running user, mode `0600` or
+//!   stricter, small, well-formed, written for exactly this key, and have at least the safety
+//!   margin of life left. Anything else is ignored and replaced by the next fetch;
+//! - each entry carries its own refresh point, a random 0..jitter % of its lifetime before the
+//!   margin: nodes that fetched together (a scale-up) refresh at different times instead of all
+//!   when their tokens reach the margin together;
+//! - a key holds no secret: scope in clear, identity as a SHA-256 fingerprint. In
+//!   service-account-token mode the identity is the token's namespace, name and UID claims; the
+//!   token itself never reaches the disk.
+//!
+//! The cache never fails a pull: when the directory cannot be used, a warning is logged and the
+//! run fetches as if the cache were off.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::deadline::Deadline;
+use crate::jwt::ServiceAccountClaims;
+use kcp_kubelet::cache_hint::unix_secs;
+use kcp_kubelet::secret::Secret;
+
+/// Where the cache lives unless `--token-cache-dir` says otherwise.
+pub const DEFAULT_DIR: &str = "/var/lib/kubelet-credential-provider/token-cache";
+/// Environment variable that turns the cache on (`true`/`false`).
+pub const ENABLE_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE";
+/// Environment variable naming the cache directory (turns the cache on).
+pub const DIR_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR";
+/// An entry is served only while at least this much of its life is left.
+pub const DEFAULT_MARGIN: Duration = Duration::from_secs(5 * 60);
+/// Entries are a few hundred bytes; anything much larger was not written by us.
+const MAX_ENTRY_BYTES: u64 = 64 * 1024;
+/// Layout version of an entry; a different one is ignored and replaced.
+const ENTRY_VERSION: u32 = 1;
+/// How often a waiting exec tries the lock again.
+const LOCK_POLL: Duration = Duration::from_millis(5);
+/// An entry written more than this far in the future means the clock went back: not trusted.
+const FUTURE_TOLERANCE: Duration = Duration::from_secs(5 * 60);
+
+/// A registry credential with its expiry, as a provider fetches it and the cache stores it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryToken {
+    /// Registry user name.
+    pub username: String,
+    /// Registry password or token.
+    pub password: Secret,
+    /// When the registry stops accepting it; `None` (unknown) is never cached.
+    pub expires_at: Option<SystemTime>,
+}
+
+/// What a cache entry is for: a provider, the scope of its tokens and a fingerprint of the
+/// identity that obtained them. Build one with [`CacheKey::new`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheKey {
+    canonical: String,
+    /// Length-prefixed identity parts; only their hash leaves this type.
+    identity: Vec<u8>,
+}
+
+impl CacheKey {
+    /// A key for `provider` (e.g. `ecr`). Add scope and identity parts, then use it.
+    pub fn new(provider: &str) -> Self {
+        CacheKey {
+            canonical: format!("provider={}", escape(provider)),
+            identity: lp(provider),
+        }
+    }
+
+    /// Adds a scope part (region, login server, audience…), kept readable in the entry.
+    pub fn scope(mut self, name: &str, value: &str) -> Self {
+        self.canonical
+            .push_str(&format!(";{}={}", escape(name), escape(value)));
+        self
+    }
+
+    /// Adds an identity part; only its hash is kept. Never pass a secret: a hash of a
+    /// low-entropy secret can be guessed.
+    pub fn identity(mut self, name: &str, value: &str) -> Self {
+        self.identity.extend(lp(name));
+        self.identity.extend(lp(value));
+        self
+    }
+
+    /// Adds each environment variable in `names` (set or not) to the identity.
+    pub fn identity_env(self, names: &[&str]) -> Self {
+        names.iter().fold(self, |key, name| {
+            let value = std::env::var(name).ok();
+            key.identity(name, value.as_deref().unwrap_or("\u{0}unset"))
+        })
+    }
+
+    /// Adds the service account a pod's token was minted for (namespace, name, UID and the
+    /// token's audiences, from its claims) to the identity: pods of one service account share an
+    /// entry, other accounts never do, and the token itself stays out of the key. `None` (do not
+    /// cache) for a token without those claims.
+    pub fn service_account(self, token: &Secret) -> Option<Self> {
+        match ServiceAccountClaims::from_token(token.expose()) {
+            Some(claims) => Some(self.with_claims(&claims)),
+            None => {
+                tracing::info!(
+                    "token cache not used: the service-account token carries no namespace/name/uid claims"
+                );
+                None
+            }
+        }
+    }
+
+    /// [`Self::service_account`] with the claims already read.
+    fn with_claims(self, claims: &ServiceAccountClaims) -> Self {
+        let key = self
+            .identity("sa.namespace", &claims.namespace)
+            .identity("sa.name", &claims.name)
+            .identity("sa.uid", &claims.uid);
+        claims
+            .audiences
+            .iter()
+            .fold(key, |key, aud| key.identity("sa.aud", aud))
+    }
+
+    /// The text stored in the entry and compared on read: scope in clear, identity hashed.
+    pub fn canonical(&self) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, &self.identity);
+        format!(
+            "{};identity=sha256:{}",
+            self.canonical,
+            hex(digest.as_ref())
+        )
+    }
+
+    /// The entry's file name stem: a hash of the canonical text.
+    fn file_stem(&self) -> String {
+        let digest = ring::digest::digest(&ring::digest::SHA256, self.canonical().as_bytes());
+        hex(&digest.as_ref()[..16])
+    }
+}
+
+/// How a run's credential was obtained, for logs and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// Read from the cache.
+    Cache,
+    /// Fetched from upstream (and written to the cache when it is on).
+    Upstream,
+}
+
+/// The on-disk cache: a directory, the margin an entry must have left to be served, and how far
+/// before that entries refresh at random.
+#[derive(Debug, Clone)]
+pub struct TokenCache {
+    dir: PathBuf,
+    margin: Duration,
+    jitter_percent: u8,
+    owner: u32,
+}
+
+impl TokenCache {
+    /// A cache in `dir`, owned by the running user. Nothing is touched until first use.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let owner = unsafe { libc::geteuid() };
+        TokenCache {
+            dir: dir.into(),
+            margin: DEFAULT_MARGIN,
+            jitter_percent: 0,
+            owner,
+        }
+    }
+
+    /// Refreshes each entry a random 0..`percent` % of its lifetime before the margin (the
+    /// fleet jitter, `--cache-jitter`).
+    pub fn with_refresh_jitter(mut self, percent: u8) -> Self {
+        self.jitter_percent = percent.min(100);
+        self
+    }
+
+    /// Serves entries only while at least `margin` of their life is left.
+    pub fn with_margin(mut self, margin: Duration) -> Self {
+        self.margin = margin;
+        self
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The entry for `key`, when one is valid now.
+    pub fn get(&self, key: &CacheKey) -> Option<RegistryToken> {
+        self.read(key, SystemTime::now())
+    }
+
+    /// The credential for `key`: from the cache while valid, else from `fetch`, whose answer is
+    /// stored for the next exec. Concurrent execs for one key make one `fetch`: the others wait
+    /// on the key's lock (at most half of what is left of `deadline`, then fetch themselves).
+    pub async fn get_or_fetch<E>(
+        &self,
+        key: &CacheKey,
+        deadline: Deadline,
+        fetch: impl AsyncFnOnce() -> Result<RegistryToken, E>,
+    ) -> Result<(RegistryToken, Source), E> {
+        if let Some(hit) = self.get(key) {
+            return Ok((hit, Source::Cache));
+        }
+        let lock = match self.prepare_dir() {
+            Ok(()) => self.lock(key, deadline).await,
+            Err(e) => {
+                tracing::warn!(dir = %self.dir.display(), "token cache unusable, fetching without it: {e}");
+                None
+            }
+        };
+        if lock.is_some()
+            && let Some(hit) = self.get(key)
+        {
+            tracing::debug!("token cache: filled by a concurrent exec");
+            return Ok((hit, Source::Cache));
+        }
+        let token = fetch().await?;
+        if lock.is_some() {
+            self.store(key, &token);
+        }
+        drop(lock);
+        Ok((token, Source::Upstream))
+    }
+
+    /// Reads and checks the entry for `key` as seen at `now`.
+    fn read(&self, key: &CacheKey, now: SystemTime) -> Option<RegistryToken> {
+        let path = self.entry_path(key);
+        let bytes = match read_owned_file(&path, self.owner) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                tracing::debug!(path = %path.display(), "token cache: no entry");
+                return None;
+            }
+            Err(reason) => {
+                tracing::warn!(path = %path.display(), "token cache: ignoring the entry ({reason}); it will be replaced");
+                return None;
+            }
+        };
+        let entry: Entry = match serde_json::from_slice(&bytes) {
+            Ok(entry) => entry,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "token cache: ignoring a malformed entry ({e}); it will be replaced");
+                return None;
+            }
+        };
+        match entry.check(key, now, self.margin) {
+            Ok(token) => {
+                tracing::info!(path = %path.display(), "token cache hit");
+                Some(token)
+            }
+            Err(reason) => {
+                tracing::info!(path = %path.display(), "token cache: not serving the entry: {reason}");
+                None
+            }
+        }
+    }
+
+    /// Writes the entry for `key` atomically; failures are logged, never fatal.
+    fn store(&self, key: &CacheKey, token: &RegistryToken) {
+        let Some(expires_at) = token.expires_at else {
+            tracing::info!("token cache: not storing a token of unknown lifetime");
+            return;
+        };
+        let fetched_at = unix_secs(SystemTime::now());
+        let expires_at = unix_secs(expires_at);
+        let lifetime = expires_at.saturating_sub(fetched_at).max(0);
+        let early =
+            (lifetime as f64 * f64::from(self.jitter_percent) / 100.0 * fastrand::f64()) as i64;
+        let entry = Entry {
+            version: ENTRY_VERSION,
+            key: key.canonical(),
+            username: token.username.clone(),
+            password: token.password.clone(),
+            expires_at,
+            fetched_at,
+            refresh_at: expires_at
+                .saturating_sub(secs(self.margin))
+                .saturating_sub(early),
+        };
+        let path = self.entry_path(key);
+        match serde_json::to_vec(&entry)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| write_atomic(&path, &bytes).map_err(|e| e.to_string()))
+        {
+            Ok(()) => tracing::info!(path = %path.display(), "token cache: entry written"),
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "token cache: writing the entry failed: {e}")
+            }
+        }
+    }
+
+    /// Creates the directory `0700`, and refuses one that is not ours.
+    fn prepare_dir(&self) -> Result<(), String> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| format!("creating it failed: {e}"))?;
+        let meta = fs::symlink_metadata(&self.dir).map_err(|e| e.to_string())?;
+        if !meta.is_dir() {
+            return Err("it is not a directory (a symlink is not followed)".into());
+        }
+        if meta.uid() != self.owner {
+            return Err(format!(
+                "it is owned by uid {}, not by this process (uid {})",
+                meta.uid(),
+                self.owner
+            ));
+        }
+        if meta.mode() & 0o077 != 0 {
+            tracing::warn!(dir = %self.dir.display(), mode = format!("{:o}", meta.mode() & 0o777), "token cache directory is open to other users; setting it to 0700");
+            fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
+                .map_err(|e| format!("setting its mode to 0700 failed: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Takes the key's advisory lock, waiting at most half of what is left of `deadline`.
+    async fn lock(&self, key: &CacheKey, deadline: Deadline) -> Option<File> {
+        let path = self.dir.join(format!("{}.lock", key.file_stem()));
+        let file = match OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+        {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "token cache: opening the lock file failed, fetching without it: {e}");
+                return None;
+            }
+        };
+        let give_up = std::time::Instant::now() + deadline.remaining() / 2;
+        let mut waited = false;
+        loop {
+            match file.try_lock() {
+                Ok(()) => {
+                    if waited {
+                        tracing::debug!("token cache: lock acquired after waiting");
+                    }
+                    return Some(file);
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    if !waited {
+                        tracing::debug!(path = %path.display(), "token cache: another exec is fetching this token; waiting");
+                        waited = true;
+                    }
+                    if std::time::Instant::now() >= give_up {
+                        tracing::warn!(path = %path.display(), "token cache: the lock is still held; fetching without waiting longer");
+                        return None;
+                    }
+                    tokio::time::sleep(LOCK_POLL).await;
+                }
+                Err(fs::TryLockError::Error(e)) => {
+                    tracing::warn!(path = %path.display(), "token cache: locking failed, fetching without the lock: {e}");
+                    return None;
+                }
+            }
+        }
+    }
+
+    fn entry_path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(format!("{}.json", key.file_stem()))
+    }
+}
+
+/// Fetches through `cache` when there is one, else straight from `fetch`.
+pub async fn get_or_fetch<E>(
+    cache: Option<&TokenCache>,
+    key: Option<&CacheKey>,
+    deadline: Deadline,
+    fetch: impl AsyncFnOnce() -> Result<RegistryToken, E>,
+) -> Result<(RegistryToken, Source), E> {
+    match (cache, key) {
+        (Some(cache), Some(key)) => cache.get_or_fetch(key, deadline, fetch).await,
+        _ => Ok((fetch().await?, Source::Upstream)),
+    }
+}
+
+/// An entry as stored on disk.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Entry {
+    version: u32,
+    key: String,
+    username: String,
+    password: Secret,
+    /// Unix seconds.
+    expires_at: i64,
+    /// Unix seconds.
+    fetched_at: i64,
+    /// Unix seconds: from then on the entry is refetched (before the margin, by its jitter).
+    refresh_at: i64,
+}
+
+impl Entry {
+    /// The token when this entry belongs to `key` and has at least `margin` left at `now`.
+    fn check(
+        self,
+        key: &CacheKey,
+        now: SystemTime,
+        margin: Duration,
+    ) -> Result<RegistryToken, String> {
+        if self.version != ENTRY_VERSION {
+            return Err(format!(
+                "layout version {} is not {ENTRY_VERSION}",
+                self.version
+            ));
+        }
+        if self.key != key.canonical() {
+            return Err("it was written for another key".into());
+        }
+        let now_s = unix_secs(now);
+        if self.fetched_at > now_s.saturating_add(secs(FUTURE_TOLERANCE)) {
+            return Err("it was written in the future (the clock went back)".into());
+        }
+        let left = self.expires_at.saturating_sub(now_s);
+        if now_s >= self.refresh_at && left >= secs(margin) {
+            return Err(format!(
+                "past its refresh point ({left}s of life left; refreshing early spreads a fleet's refreshes)"
+            ));
+        }
+        if left < secs(margin) {
+            return Err(format!(
+                "{left}s of life left, less than the {}s margin",
+                margin.as_secs()
+            ));
+        }
+        let expires_at = u64::try_from(self.expires_at)
+            .ok()
+            .and_then(|s| SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(s)))
+            .ok_or("its expiry is out of range")?;
+        Ok(RegistryToken {
+            username: self.username,
+            password: self.password,
+            expires_at: Some(expires_at),
+        })
+    }
+}
+
+/// Reads a cache file only if it is a regular file owned by `owner` and closed to others.
+/// `Ok(None)`: no such file.
+fn read_owned_file(path: &Path, owner: u32) -> Result<Option<Vec<u8>>, String> {
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        // A missing directory (or a file in its place) is reported once, when it is created.
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                || e.raw_os_error() == Some(libc::ENOTDIR) =>
+        {
+            return Ok(None);
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
+        Err(e) => return Err(format!("opening it failed: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    check_owned(&meta, owner)?;
+    if meta.len() > MAX_ENTRY_BYTES {
+        return Err(format!(
+            "it is {} bytes, too large for an entry",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(MAX_ENTRY_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading it failed: {e}"))?;
+    Ok(Some(bytes))
+}
+
+/// A file we may trust: regular, owned by `owner`, no access for group or others.
+fn check_owned(meta: &fs::Metadata, owner: u32) -> Result<(), String> {
+    if !meta.is_file() {
+        return Err("it is not a regular file".into());
+    }
+    if meta.uid() != owner {
+        return Err(format!("it is owned by uid {}, not {owner}", meta.uid()));
+    }
+    if meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "its mode {:o} lets other users read or write it",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a new `0600` file next to `path` and renames it over `path`, so a reader
+/// sees the old entry or the new one, never half of one.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.{}.{:08x}.tmp",
+        std::process::id(),
+        fastrand::u32(..)
+    ));
+    let result = (|| {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Length-prefixed bytes, so `("ab","c")` and `("a","bc")` hash differently.
+fn lp(text: &str) -> Vec<u8> {
+    let mut out = (text.len() as u64).to_be_bytes().to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out
+}
+
+/// Keeps `;` and `=` unambiguous in the canonical text.
+fn escape(text: &str) -> String {
+    text.replace('%', "%25")
+        .replace(';', "%3B")
+        .replace('=', "%3D")
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn secs(d: Duration) -> i64 {
+    i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A fresh directory under the system temp dir, removed on drop.
+    struct Scratch(PathBuf);
+    impl Scratch {
+        fn new() -> Self {
+            let p = std::env::temp_dir().join(format!(
+                "kcp-token-cache-{}-{:016x}",
+                std::process::id(),
+                fastrand::u64(..)
+            ));
+            Scratch(p)
+        }
+    }
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn key() -> CacheKey {
+        CacheKey::new("ecr")
+            .scope("region", "us-east-1")
+            .identity("AWS_PROFILE", "nodes")
+    }
+
+    fn token(expires_in: Duration) -> RegistryToken {
+        RegistryToken {
+            username: "AWS".into(),
+            password: Secret::new("registry-password-1"),
+            expires_at: Some(SystemTime::now() + expires_in),
+        }
+    }
+
+    fn block<F: Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn deadline() -> Deadline {
+        Deadline::after(Duration::from_secs(10))
+    }
+
+    /// Fetches through `cache`, counting upstream calls.
+    fn fetch_counted(
+        cache: &TokenCache,
+        key: &CacheKey,
+        calls: &AtomicUsize,
+        life: Duration,
+    ) -> (RegistryToken, Source) {
+        block(cache.get_or_fetch(key, deadline(), async || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, String>(token(life))
+        }))
+        .unwrap()
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::symlink_metadata(path).unwrap().mode() & 0o777
+    }
+
+    #[test]
+    fn keys_show_scope_and_hide_identity() {
+        let k = key();
+        let text = k.canonical();
+        assert!(
+            text.starts_with("provider=ecr;region=us-east-1;identity=sha256:"),
+            "{text}"
+        );
+        assert!(!text.contains("nodes"), "{text}");
+        assert_ne!(
+            k.file_stem(),
+            key().identity("AWS_ROLE_ARN", "x").file_stem()
+        );
+        assert_ne!(
+            k.file_stem(),
+            CacheKey::new("ecr")
+                .scope("region", "us-west-2")
+                .identity("AWS_PROFILE", "nodes")
+                .file_stem()
+        );
+        // Parts are length-prefixed and escaped: no two spellings collide.
+        assert_ne!(
+            CacheKey::new("p").identity("ab", "c").canonical(),
+            CacheKey::new("p").identity("a", "bc").canonical()
+        );
+        assert_ne!(
+            CacheKey::new("p").scope("a", "b;c=d").canonical(),
+            CacheKey::new("p")
+                .scope("a", "b")
+                .scope("c", "d")
+                .canonical()
+        );
+        let sa = ServiceAccountClaims {
+            namespace: "ns".into(),
+            name: "puller".into(),
+            uid: "u1".into(),
+            audiences: vec!["sts.amazonaws.com".into()],
+        };
+        let other_uid = ServiceAccountClaims {
+            uid: "u2".into(),
+            ..sa.clone()
+        };
+        assert_ne!(
+            key().with_claims(&sa).canonical(),
+            key().with_claims(&other_uid).canonical()
+        );
+        assert_eq!(
+            key().with_claims(&sa).canonical(),
+            key().with_claims(&sa.clone()).canonical()
+        );
+    }
+
+    #[test]
+    fn a_second_exec_is_served_from_disk() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(dir.0.join("nested/cache"));
+        let calls = AtomicUsize::new(0);
+        let (first, source) = fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600));
+        assert_eq!(
+            (source, calls.load(Ordering::SeqCst)),
+            (Source::Upstream, 1)
+        );
+        let (second, source) = fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600));
+        assert_eq!((source, calls.load(Ordering::SeqCst)), (Source::Cache, 1));
+        // Whole seconds survive the round trip.
+        let secs = |t: &RegistryToken| unix_secs(t.expires_at.unwrap());
+        assert_eq!(
+            (
+                second.username.as_str(),
+                second.password.expose(),
+                secs(&second)
+            ),
+            ("AWS", "registry-password-1", secs(&first))
+        );
+        assert_eq!(mode(cache.dir()), 0o700);
+        assert_eq!(mode(&cache.entry_path(&key())), 0o600);
+        let on_disk = fs::read_to_string(cache.entry_path(&key())).unwrap();
+        assert!(
+            on_disk.contains(&key().canonical()) && !on_disk.contains("nodes"),
+            "{on_disk}"
+        );
+        // Another identity is another entry.
+        let other = key().identity("AWS_ROLE_ARN", "arn:aws:iam::1:role/x");
+        assert_eq!(
+            fetch_counted(&cache, &other, &calls, Duration::from_secs(3600)).1,
+            Source::Upstream
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn entries_inside_the_margin_are_refetched() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        let calls = AtomicUsize::new(0);
+        fetch_counted(&cache, &key(), &calls, Duration::from_secs(4 * 60));
+        assert_eq!(
+            fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
+            Source::Upstream
+        );
+        assert_eq!(
+            fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
+            Source::Cache
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        let tight = TokenCache::new(&dir.0).with_margin(Duration::from_secs(2 * 3600));
+        assert_eq!(
+            fetch_counted(&tight, &key(), &calls, Duration::from_secs(3600)).1,
+            Source::Upstream
+        );
+    }
+
+    #[test]
+    fn refresh_points_are_spread_by_the_jitter() {
+        let dir = Scratch::new();
+        let calls = AtomicUsize::new(0);
+        let life = Duration::from_secs(12 * 3600);
+        let points: Vec<i64> = (0..20)
+            .map(|i| {
+                let cache = TokenCache::new(dir.0.join(i.to_string())).with_refresh_jitter(10);
+                fetch_counted(&cache, &key(), &calls, life);
+                let entry: serde_json::Value =
+                    serde_json::from_slice(&fs::read(cache.entry_path(&key())).unwrap()).unwrap();
+                let (exp, fetched) = (
+                    entry["expiresAt"].as_i64().unwrap(),
+                    entry["fetchedAt"].as_i64().unwrap(),
+                );
+                let early = exp - 300 - entry["refreshAt"].as_i64().unwrap();
+                assert!((0..=(exp - fetched) / 10).contains(&early), "{entry}");
+                early
+            })
+            .collect();
+        let distinct: std::collections::BTreeSet<_> = points.iter().collect();
+        assert!(distinct.len() > 10, "{points:?}");
+
+        // Past its refresh point, an entry with life left is fetched again.
+        let cache = TokenCache::new(&dir.0);
+        fetch_counted(&cache, &key(), &calls, life);
+        let path = cache.entry_path(&key());
+        let mut entry: serde_json::Value =
+            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        entry["refreshAt"] = serde_json::json!(unix_secs(SystemTime::now()) - 1);
+        fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+        let before = calls.load(Ordering::SeqCst);
+        assert_eq!(
+            fetch_counted(&cache, &key(), &calls, life).1,
+            Source::Upstream
+        );
+        assert_eq!(calls.load(Ordering::SeqCst), before + 1);
+        // Without jitter the refresh point is the margin.
+        let entry: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            entry["refreshAt"].as_i64().unwrap(),
+            entry["expiresAt"].as_i64().unwrap() - 300
+        );
+    }
+
+    #[test]
+    fn unknown_lifetimes_are_not_stored() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        let fetch = async || {
+            Ok::<_, String>(RegistryToken {
+                expires_at: None,
+                ..token(Duration::ZERO)
+            })
+        };
+        assert_eq!(
+            block(cache.get_or_fetch(&key(), deadline(), fetch))
+                .unwrap()
+                .1,
+            Source::Upstream
+        );
+        assert!(!cache.entry_path(&key()).exists());
+    }
+
+    #[test]
+    fn untrustworthy_entries_are_ignored_and_replaced() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        let calls = AtomicUsize::new(0);
+        let path = cache.entry_path(&key());
+        let good = || {
+            let c = AtomicUsize::new(0);
+            fetch_counted(
+                &TokenCache::new(dir.0.join("donor")),
+                &key(),
+                &c,
+                Duration::from_secs(3600),
+            );
+            fs::read(TokenCache::new(dir.0.join("donor")).entry_path(&key())).unwrap()
+        };
+        let valid = good();
+        // Private files, so each case is refused for its own reason, not for its mode.
+        let private = |bytes: &[u8]| {
+            fs::write(&path, bytes).unwrap();
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        };
+        // The valid entry with one piece of text replaced.
+        let edited = |from: &str, to: &str| {
+            String::from_utf8(valid.clone())
+                .unwrap()
+                .replace(from, to)
+                .into_bytes()
+        };
+        type Plant<'a> = Box<dyn Fn() + 'a>;
+        let cases: Vec<(&str, Plant)> = vec![
+            ("corrupt", Box::new(|| private(b"{\"version\":1,\"key\":"))),
+            ("empty", Box::new(|| private(b""))),
+            ("truncated", Box::new(|| private(&valid[..valid.len() / 2]))),
+            ("not json", Box::new(|| private(&[0xff, 0x00, 0x13]))),
+            (
+                "world-readable",
+                Box::new(|| {
+                    fs::write(&path, &valid).unwrap();
+                    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+                }),
+            ),
+            (
+                "group-writable",
+                Box::new(|| {
+                    fs::write(&path, &valid).unwrap();
+                    fs::set_permissions(&path, fs::Permissions::from_mode(0o620)).unwrap();
+                }),
+            ),
+            (
+                "another key",
+                Box::new(|| private(&edited("region=us-east-1", "region=us-west-2"))),
+            ),
+            (
+                "another layout version",
+                Box::new(|| private(&edited("\"version\":1", "\"version\":9"))),
+            ),
+            ("oversized", Box::new(|| private(&vec![b' '; 70_000]))),
+            (
+                "symlink",
+                Box::new(|| {
+                    let target = dir.0.join("elsewhere.json");
+                    fs::write(&target, &valid).unwrap();
+                    fs::set_permissions(&target, fs::Permissions::from_mode(0o600)).unwrap();
+                    std::os::unix::fs::symlink(&target, &path).unwrap();
+                }),
+            ),
+            ("directory", Box::new(|| fs::create_dir(&path).unwrap())),
+            (
+                "written in the future",
+                Box::new(|| {
+                    let mut entry: serde_json::Value = serde_json::from_slice(&valid).unwrap();
+                    entry["fetchedAt"] = serde_json::json!(unix_secs(SystemTime::now()) + 86_400);
+                    private(&serde_json::to_vec(&entry).unwrap());
+                }),
+            ),
+        ];
+        // The donor entry itself is served when planted as is: the cases above fail for their reason.
+        private(&valid);
+        assert!(cache.get(&key()).is_some());
+        cache.prepare_dir().unwrap();
+        for (name, plant) in cases {
+            let _ = fs::remove_file(&path);
+            let _ = fs::remove_dir(&path);
+            plant();
+            if name == "directory" {
+                // A directory cannot be renamed over: the fetch still answers, nothing is trusted.
+                assert_eq!(
+                    fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
+                    Source::Upstream,
+                    "{name}"
+                );
+                continue;
+            }
+            assert_eq!(cache.get(&key()), None, "{name} was trusted");
+            let before = calls.load(Ordering::SeqCst);
+            assert_eq!(
+                fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
+                Source::Upstream,
+                "{name}"
+            );
+            assert_eq!(calls.load(Ordering::SeqCst), before + 1, "{name}");
+            // Replaced by a good entry: a regular 0600 file that is served.
+            assert!(fs::symlink_metadata(&path).unwrap().is_file(), "{name}");
+            assert_eq!(mode(&path), 0o600, "{name}");
+            assert_eq!(
+                fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
+                Source::Cache,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn foreign_owned_files_and_directories_are_not_trusted() {
+        let dir = Scratch::new();
+        let calls = AtomicUsize::new(0);
+        fetch_counted(
+            &TokenCache::new(&dir.0),
+            &key(),
+            &calls,
+            Duration::from_secs(3600),
+        );
+        // The same files seen by a process of another user: owned by someone else.
+        let stranger = TokenCache {
+            owner: TokenCache::new(&dir.0).owner.wrapping_add(4242),
+            ..TokenCache::new(&dir.0)
+        };
+        assert_eq!(stranger.get(&key()), None);
+        assert!(stranger.prepare_dir().unwrap_err().contains("owned by uid"));
+        // It still answers, without the cache and without touching the entry.
+        let entry = fs::read(stranger.entry_path(&key())).unwrap();
+        assert_eq!(
+            fetch_counted(&stranger, &key(), &calls, Duration::from_secs(7200)).1,
+            Source::Upstream
+        );
+        assert_eq!(fs::read(stranger.entry_path(&key())).unwrap(), entry);
+    }
+
+    #[test]
+    fn an_open_directory_is_closed_to_others() {
+        let dir = Scratch::new();
+        fs::create_dir_all(&dir.0).unwrap();
+        fs::set_permissions(&dir.0, fs::Permissions::from_mode(0o777)).unwrap();
+        let calls = AtomicUsize::new(0);
+        fetch_counted(
+            &TokenCache::new(&dir.0),
+            &key(),
+            &calls,
+            Duration::from_secs(3600),
+        );
+        assert_eq!(mode(&dir.0), 0o700);
+    }
+
+    #[test]
+    fn concurrent_fetches_for_one_key_make_one_call() {
+        let dir = Scratch::new();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..16)
+            .map(|_| {
+                let calls = Arc::clone(&calls);
+                let path = dir.0.clone();
+                std::thread::spawn(move || {
+                    let cache = TokenCache::new(path);
+                    block(cache.get_or_fetch(&key(), deadline(), async || {
+                        calls.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Ok::<_, String>(token(Duration::from_secs(3600)))
+                    }))
+                    .unwrap()
+                    .1
+                })
+            })
+            .collect();
+        let sources: Vec<Source> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        assert_eq!(
+            sources.iter().filter(|s| **s == Source::Upstream).count(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_failed_fetch_stores_nothing_and_releases_the_lock() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        let err = block(cache.get_or_fetch(&key(), deadline(), async || {
+            Err::<RegistryToken, _>("HTTP 503")
+        }))
+        .unwrap_err();
+        assert_eq!(err, "HTTP 503");
+        assert!(!cache.entry_path(&key()).exists());
+        let calls = AtomicUsize::new(0);
+        assert_eq!(
+            fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
+            Source::Upstream
+        );
+    }
+}

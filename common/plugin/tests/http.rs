@@ -1,0 +1,545 @@
+//! `kcp_plugin::http` against scripted fakes on 127.0.0.1: statuses and their classification, the
+//! body cap, redirects, redaction of error bodies, proxy routing (a fake forward proxy that sees
+//! absolute-form requests) and timeouts capped by the run's deadline.
+//!
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+
+use std::net::{IpAddr, TcpListener};
+use std::time::{Duration, Instant};
+
+use kcp_plugin::deadline::Deadline;
+use kcp_plugin::http::{
+    HttpClient, HttpError, HttpResponse, MAX_BODY_BYTES, ProxyConfig, Route, is_link_local,
+    is_link_local_url, redact_token_like,
+};
+use kcp_testkit::fake::{FakeResponse, FakeServer};
+use reqwest::{Method, Url};
+
+fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+fn client(proxy: ProxyConfig) -> HttpClient {
+    HttpClient::new(&proxy, Duration::from_secs(5), Duration::from_secs(15)).unwrap()
+}
+
+fn get(http: &HttpClient, route: Route, url: &str) -> Result<HttpResponse, HttpError> {
+    block_on(http.send(
+        route,
+        Method::GET,
+        &Url::parse(url).unwrap(),
+        &[("X-Test", "1")],
+        None,
+        Deadline::after(Duration::from_secs(10)),
+    ))
+}
+
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_2xx_answer_returns_status_body_and_headers() {
+    let fake = FakeServer::start(|_| FakeResponse::json(r#"{"ok":true}"#).header("X-Answer", "42"));
+    let http = client(ProxyConfig::default());
+    let response = get(&http, Route::Internet, &format!("{}/a/b?c=d", fake.url())).unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(response.body, br#"{"ok":true}"#);
+    assert_eq!(response.header("x-answer"), Some("42"));
+    assert_eq!(response.header("Content-Type"), Some("application/json"));
+    let seen = fake.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].target.as_str()),
+        ("GET", "/a/b?c=d")
+    );
+    assert_eq!(seen[0].header("x-test"), Some("1"));
+    assert!(
+        seen[0]
+            .header("user-agent")
+            .is_some_and(|ua| ua.starts_with("kubelet-credential-providers/"))
+    );
+}
+
+#[test]
+fn post_sends_the_body_and_headers_as_given() {
+    let fake = FakeServer::start(|_| FakeResponse::new(201, "created"));
+    let http = client(ProxyConfig::default());
+    let response = block_on(http.send(
+        Route::Internet,
+        Method::POST,
+        &Url::parse(&format!("{}/token", fake.url())).unwrap(),
+        &[("Content-Type", "application/x-www-form-urlencoded")],
+        Some(b"grant_type=x&assertion=y".to_vec()),
+        Deadline::after(Duration::from_secs(10)),
+    ))
+    .unwrap();
+    assert_eq!(
+        (response.status, response.body.as_slice()),
+        (201, &b"created"[..])
+    );
+    let seen = &fake.requests()[0];
+    assert_eq!(seen.method, "POST");
+    assert_eq!(seen.body, b"grant_type=x&assertion=y");
+    assert_eq!(
+        seen.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+}
+
+#[test]
+fn other_statuses_are_errors_classified_for_retry() {
+    for (status, transient) in [
+        (400, false),
+        (401, false),
+        (403, false),
+        (404, false),
+        (429, true),
+        (500, true),
+        (502, true),
+        (503, true),
+    ] {
+        let fake = FakeServer::start(move |_| FakeResponse::new(status, "line one\nline two"));
+        let err = get(
+            &client(ProxyConfig::default()),
+            Route::Internet,
+            &fake.url(),
+        )
+        .unwrap_err();
+        assert_eq!(err.status(), Some(status));
+        assert_eq!(err.is_transient(), transient, "{status}");
+        assert_eq!(
+            err.to_string(),
+            format!("127.0.0.1 answered HTTP {status}: line one line two")
+        );
+    }
+}
+
+#[test]
+fn fetch_returns_any_status_with_the_whole_body() {
+    let fake = FakeServer::start(|_| {
+        FakeResponse::new(
+            400,
+            r#"{"__type":"InvalidParameterException","message":"bad"}"#,
+        )
+        .header("x-amzn-requestid", "r-1")
+    });
+    let http = client(ProxyConfig::default());
+    let response = block_on(http.fetch(
+        Route::Internet,
+        Method::POST,
+        &Url::parse(&fake.url()).unwrap(),
+        &[],
+        Some(b"{}".to_vec()),
+        Deadline::after(Duration::from_secs(10)),
+    ))
+    .unwrap();
+    assert_eq!(response.status, 400);
+    assert_eq!(
+        response.body,
+        br#"{"__type":"InvalidParameterException","message":"bad"}"#
+    );
+    assert_eq!(response.header("X-Amzn-RequestId"), Some("r-1"));
+    // Transport failures are still errors.
+    let closed = format!("http://127.0.0.1:{}/", closed_port());
+    let err = block_on(http.fetch(
+        Route::Internet,
+        Method::GET,
+        &Url::parse(&closed).unwrap(),
+        &[],
+        None,
+        Deadline::after(Duration::from_secs(10)),
+    ))
+    .unwrap_err();
+    assert!(matches!(err, HttpError::Transport { .. }), "{err:?}");
+}
+
+#[test]
+fn error_excerpts_are_short_and_redact_tokens() {
+    let long = "x ".repeat(1000);
+    let fake = FakeServer::start(move |_| FakeResponse::new(400, long.clone()));
+    let HttpError::Status { detail, .. } = get(
+        &client(ProxyConfig::default()),
+        Route::Internet,
+        &fake.url(),
+    )
+    .unwrap_err() else {
+        panic!("expected a status error");
+    };
+    assert_eq!(detail.chars().count(), 201, "{detail}");
+    assert!(detail.ends_with('…'));
+
+    let jwt = format!(
+        "eyJhbGciOiJSUzI1NiJ9.{}.{}",
+        "eyJzdWIiOiJzeXN0ZW06c2VydmljZWFjY291bnQ6dGVhbTpwdWxsZXIifQ",
+        "c2lnbmF0dXJlLWJ5dGVzLXRoYXQtYXJlLWxvbmctZW5vdWdo"
+    );
+    let body =
+        format!(r#"{{"error":"invalid_grant","error_description":"bad subject_token {jwt}"}}"#);
+    let fake = FakeServer::start(move |_| FakeResponse::new(400, body.clone()));
+    let err = get(
+        &client(ProxyConfig::default()),
+        Route::Internet,
+        &fake.url(),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("invalid_grant") && text.contains("bad subject_token"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("eyJzdWIi") && !text.contains("c2lnbmF0dXJl"),
+        "{text}"
+    );
+    assert!(text.contains("<redacted>"), "{text}");
+}
+
+#[test]
+fn redaction_keeps_ordinary_words_hosts_and_uuids() {
+    assert_eq!(
+        redact_token_like(
+            "Permission denied on us-central1-docker.pkg.dev for 123e4567-e89b-12d3-a456-426614174000"
+        ),
+        "Permission denied on us-central1-docker.pkg.dev for 123e4567-e89b-12d3-a456-426614174000"
+    );
+    assert_eq!(
+        redact_token_like("token ya29.a0AfH6SMBx3gZ9kq_7-LONGLONGLONGLONGLONGLONG end"),
+        "token ya29.<redacted> end"
+    );
+    assert_eq!(
+        redact_token_like("/computeMetadata/v1/instance/service-accounts/default/token"),
+        "/computeMetadata/v1/instance/service-accounts/default/token"
+    );
+}
+
+#[test]
+fn the_body_cap_is_exact() {
+    let fake = FakeServer::start(|req| {
+        let n = if req.path() == "/at-cap" {
+            MAX_BODY_BYTES
+        } else {
+            MAX_BODY_BYTES + 1
+        };
+        FakeResponse::new(200, vec![b'a'; n])
+    });
+    let http = client(ProxyConfig::default());
+    let ok = get(&http, Route::Internet, &format!("{}/at-cap", fake.url())).unwrap();
+    assert_eq!(ok.body.len(), MAX_BODY_BYTES);
+    let err = get(&http, Route::Internet, &format!("{}/over", fake.url())).unwrap_err();
+    assert!(matches!(err, HttpError::Body { .. }), "{err:?}");
+    assert!(!err.is_transient());
+    assert!(
+        err.to_string()
+            .contains(&format!("larger than {MAX_BODY_BYTES} bytes"))
+    );
+}
+
+#[test]
+fn redirects_are_not_followed() {
+    let target = FakeServer::start(|_| FakeResponse::new(200, "followed"));
+    let location = format!("{}/elsewhere", target.url());
+    let fake = FakeServer::start(move |_| FakeResponse::new(302, "").header("Location", &location));
+    let err = get(
+        &client(ProxyConfig::default()),
+        Route::Internet,
+        &fake.url(),
+    )
+    .unwrap_err();
+    assert_eq!(err.status(), Some(302));
+    assert!(
+        target.requests().is_empty(),
+        "a token must not follow a redirect"
+    );
+}
+
+#[test]
+fn connection_failures_are_transient_and_never_show_the_query() {
+    let http = client(ProxyConfig::default());
+    let url = format!(
+        "http://127.0.0.1:{}/x?access_token=SECRET123",
+        closed_port()
+    );
+    let err = get(&http, Route::Internet, &url).unwrap_err();
+    assert!(
+        matches!(err, HttpError::Transport { timeout: false, .. }),
+        "{err:?}"
+    );
+    assert!(err.is_transient());
+    let text = err.to_string();
+    assert!(text.starts_with("request to 127.0.0.1 failed:"), "{text}");
+    assert!(text.to_lowercase().contains("refused"), "{text}");
+    assert!(!text.contains("SECRET123"), "{text}");
+
+    let fake = FakeServer::start(|_| FakeResponse::drop_connection());
+    let err = get(
+        &http,
+        Route::Internet,
+        &format!("{}/?k=SECRET123", fake.url()),
+    )
+    .unwrap_err();
+    assert!(matches!(err, HttpError::Transport { .. }), "{err:?}");
+    assert!(!err.to_string().contains("SECRET123"));
+}
+
+/// A forward proxy: records what it is sent and answers in place of the origin.
+fn proxy() -> FakeServer {
+    FakeServer::start(|req| FakeResponse::new(200, format!("via proxy: {}", req.target)))
+}
+
+#[test]
+fn internet_requests_go_through_the_proxy_in_absolute_form() {
+    let proxy = proxy();
+    let http = client(ProxyConfig {
+        http: Some(proxy.url()),
+        https: None,
+        no_proxy: None,
+    });
+    // An unresolvable origin: only the proxy can answer.
+    let response = get(&http, Route::Internet, "http://origin.invalid/v1/token?x=1").unwrap();
+    assert_eq!(
+        response.body,
+        b"via proxy: http://origin.invalid/v1/token?x=1"
+    );
+    let seen = proxy.requests();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].target, "http://origin.invalid/v1/token?x=1");
+    assert_eq!(seen[0].header("host"), Some("origin.invalid"));
+    assert_eq!(seen[0].header("x-test"), Some("1"));
+}
+
+#[test]
+fn metadata_requests_bypass_the_proxy() {
+    let proxy = proxy();
+    let metadata = FakeServer::start(|_| FakeResponse::new(200, "direct"));
+    let http = client(ProxyConfig {
+        http: Some(proxy.url()),
+        https: Some(proxy.url()),
+        no_proxy: None,
+    });
+    let url = format!(
+        "{}/computeMetadata/v1/instance/service-accounts/default/token",
+        metadata.url()
+    );
+    let response = get(&http, Route::Metadata, &url).unwrap();
+    assert_eq!(response.body, b"direct");
+    assert!(proxy.requests().is_empty(), "{:?}", proxy.requests());
+    assert_eq!(
+        metadata.requests()[0].target,
+        "/computeMetadata/v1/instance/service-accounts/default/token",
+        "origin-form, as sent to a server directly"
+    );
+    // The same URL on the internet route does go to the proxy: the route decides.
+    let response = get(&http, Route::Internet, &url).unwrap();
+    assert_eq!(response.body, format!("via proxy: {url}").into_bytes());
+    assert_eq!(proxy.requests().len(), 1);
+}
+
+#[test]
+fn no_proxy_and_scheme_specific_proxies_are_honoured() {
+    let proxy = proxy();
+    let origin = FakeServer::start(|_| FakeResponse::new(200, "direct"));
+    let bypassed = client(ProxyConfig {
+        http: Some(proxy.url()),
+        https: None,
+        no_proxy: Some("example.com,127.0.0.1".to_owned()),
+    });
+    assert_eq!(
+        get(&bypassed, Route::Internet, &origin.url()).unwrap().body,
+        b"direct"
+    );
+    // An https-only proxy does not take plain http traffic.
+    let https_only = client(ProxyConfig {
+        http: None,
+        https: Some(proxy.url()),
+        no_proxy: None,
+    });
+    assert_eq!(
+        get(&https_only, Route::Internet, &origin.url())
+            .unwrap()
+            .body,
+        b"direct"
+    );
+    assert!(proxy.requests().is_empty());
+    assert_eq!(origin.requests().len(), 2);
+}
+
+#[test]
+fn proxy_settings_from_the_environment_spellings() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        ProxyConfig::from_lookup(move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        })
+    };
+    assert_eq!(
+        env(&[
+            ("HTTPS_PROXY", "http://upper:1"),
+            ("https_proxy", "http://lower:1"),
+            ("NO_PROXY", "a.io")
+        ]),
+        ProxyConfig {
+            https: Some("http://lower:1".into()),
+            http: None,
+            no_proxy: Some("a.io".into()),
+        }
+    );
+    assert_eq!(
+        env(&[("ALL_PROXY", "http://all:1"), ("HTTP_PROXY", "  ")]),
+        ProxyConfig {
+            https: Some("http://all:1".into()),
+            http: Some("http://all:1".into()),
+            no_proxy: None,
+        }
+    );
+    let bad = HttpClient::new(
+        &ProxyConfig {
+            http: Some("http://exa mple:1".into()),
+            ..ProxyConfig::default()
+        },
+        Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    assert!(matches!(bad, Err(HttpError::Setup(_))), "{bad:?}");
+}
+
+#[test]
+fn a_hanging_server_is_cut_off_by_the_deadline() {
+    let fake = FakeServer::start(|_| FakeResponse::hang());
+    let http = client(ProxyConfig::default());
+    let started = Instant::now();
+    let err = block_on(http.send(
+        Route::Metadata,
+        Method::GET,
+        &Url::parse(&fake.url()).unwrap(),
+        &[],
+        None,
+        Deadline::after(Duration::from_millis(500)),
+    ))
+    .unwrap_err();
+    let took = started.elapsed();
+    assert!(
+        matches!(err, HttpError::Transport { timeout: true, .. }),
+        "{err:?}"
+    );
+    assert!(err.is_transient());
+    assert!(
+        took < Duration::from_millis(500),
+        "ends before the deadline: {took:?}"
+    );
+    assert!(
+        took >= Duration::from_millis(300),
+        "but not much earlier: {took:?}"
+    );
+}
+
+#[test]
+fn the_request_timeout_applies_when_the_deadline_is_further() {
+    let fake = FakeServer::start(|_| FakeResponse::hang());
+    let http = HttpClient::new(
+        &ProxyConfig::default(),
+        Duration::from_secs(5),
+        Duration::from_millis(300),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let err = block_on(http.send(
+        Route::Internet,
+        Method::GET,
+        &Url::parse(&fake.url()).unwrap(),
+        &[],
+        None,
+        Deadline::after(Duration::from_secs(30)),
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(err, HttpError::Transport { timeout: true, .. }),
+        "{err:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn nothing_is_sent_once_the_deadline_has_passed() {
+    let fake = FakeServer::start(|_| FakeResponse::new(200, "late"));
+    let err = block_on(client(ProxyConfig::default()).send(
+        Route::Internet,
+        Method::GET,
+        &Url::parse(&fake.url()).unwrap(),
+        &[],
+        None,
+        Deadline::after(Duration::ZERO),
+    ))
+    .unwrap_err();
+    assert!(
+        matches!(err, HttpError::DeadlinePassed(ref h) if h == "127.0.0.1"),
+        "{err:?}"
+    );
+    assert!(!err.is_transient());
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn link_local_addresses_are_recognised() {
+    for ip in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254"] {
+        assert!(is_link_local(ip.parse::<IpAddr>().unwrap()), "{ip}");
+    }
+    for ip in ["10.0.0.1", "127.0.0.1", "::1", "fd00::1", "8.8.8.8"] {
+        assert!(!is_link_local(ip.parse::<IpAddr>().unwrap()), "{ip}");
+    }
+    assert!(is_link_local_url(
+        &Url::parse("http://169.254.169.254/latest").unwrap()
+    ));
+    assert!(is_link_local_url(
+        &Url::parse("http://[fe80::1]/x").unwrap()
+    ));
+    assert!(!is_link_local_url(
+        &Url::parse("http://metadata.google.internal/x").unwrap()
+    ));
+}
+
+#[test]
+fn an_untrusted_certificate_is_a_tls_error_and_not_retried() {
+    use kcp_plugin::http::Call;
+    use kcp_testkit::tls::{TestCa, TlsFakeServer};
+    // The test CA is in no trust store this process reads, so the handshake must fail.
+    let ca = TestCa::new();
+    let server = TlsFakeServer::start(&ca, &["127.0.0.1", "localhost"], |_| {
+        FakeResponse::json("{}")
+    });
+    let http = client(ProxyConfig::default());
+    let url = Url::parse(&format!("{}/token", server.https_url())).unwrap();
+    let call = Call {
+        route: Route::Internet,
+        method: Method::GET,
+        url: &url,
+        headers: &[],
+        body: None,
+        what: "token",
+    };
+    let err =
+        block_on(http.send_retrying(call, Deadline::after(Duration::from_secs(10)))).unwrap_err();
+    assert_eq!(err.attempts, 1, "{err}");
+    assert!(
+        matches!(err.error, HttpError::Tls { .. }),
+        "{:?}",
+        err.error
+    );
+    assert!(!err.error.is_transient());
+    assert!(err.to_string().contains("SSL_CERT_FILE"), "{err}");
+    assert!(server.requests().is_empty(), "nothing reached the server");
+}

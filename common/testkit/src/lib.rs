@@ -1,0 +1,335 @@
+//! Test kit for provider binaries (feature `testkit`): run a built plugin exactly as the kubelet
+//! does and assert on the result the way the kubelet would judge it.
+//!
+//! ```ignore
+//! let plugin = Plugin::new(env!("CARGO_BIN_EXE_ecr-credential-provider")).env("AWS_REGION", "us-east-1");
+//! let ok = plugin.request(ApiVersion::V1, "123456789012.dkr.ecr.us-east-1.amazonaws.com/app").accepted();
+//! assert_eq!(ok.auth["123456789012.dkr.ecr.us-east-1.amazonaws.com"].0, "AWS");
+//! ```
+//!
+//! Every run starts from an empty environment with only `PATH`, a fresh empty `HOME` and
+//! `CREDENTIAL_PROVIDER_CACHE_JITTER=0` (exact `cacheDuration`s), so a developer's `~/.aws` or
+//! cloud variables never leak into a test. Every run's stderr is scanned for every secret
+//! registered in [`secrets`] (see there), so no test can let one through.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A test kit: a panic is a failed assertion.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kcp_kubelet::exec::{
+    AcceptedResponse, DecodeContext, ExecOutcome, PluginExec, decode_response,
+};
+use kcp_kubelet::protocol::{ApiVersion, encode_request};
+
+/// A plugin binary under test.
+#[derive(Debug, Clone)]
+pub struct Plugin {
+    exec: PluginExec,
+    cache_type_token: bool,
+    _home: std::sync::Arc<TempDir>,
+}
+
+impl Plugin {
+    /// The binary at `path`, with `PATH` and an empty temporary `HOME` as its only environment.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        let home = TempDir::new("home");
+        let mut exec = PluginExec::new(path);
+        exec.clear_env = true;
+        exec.env.push((
+            "PATH".into(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        ));
+        exec.env
+            .push(("HOME".into(), home.path().display().to_string()));
+        // Exact cacheDuration assertions need answers without fleet jitter; tests of jitter
+        // set the variable again (later values win).
+        exec.env
+            .push((kcp_kubelet::cache_hint::JITTER_ENV.into(), "0".into()));
+        Plugin {
+            exec,
+            cache_type_token: false,
+            _home: std::sync::Arc::new(home),
+        }
+    }
+
+    /// Adds an environment variable (later values win, as in the kubelet's merge). A value whose
+    /// name looks secret ([`secrets::is_secret_env_name`]) is registered for the stderr scan.
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let (name, value) = (name.into(), value.into());
+        if secrets::is_secret_env_name(&name) {
+            secrets::register(&value);
+        }
+        self.exec.env.push((name, value));
+        self
+    }
+
+    /// Registers a secret this plugin is given some other way (a file's content, say), so that
+    /// every run's stderr is checked for it.
+    pub fn secret(self, secret: impl AsRef<str>) -> Self {
+        secrets::register(secret);
+        self
+    }
+
+    /// Adds command-line arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.exec.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the kill timeout (the kubelet's is 60 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.exec.timeout = timeout;
+        self
+    }
+
+    /// Judge answers as for a provider configured with `cacheType: Token`.
+    pub fn cache_type_token(mut self, yes: bool) -> Self {
+        self.cache_type_token = yes;
+        self
+    }
+
+    /// The temporary `HOME` of this plugin's runs.
+    pub fn home(&self) -> &Path {
+        self._home.path()
+    }
+
+    /// Sends a request for `image`, encoded as the kubelet encodes it.
+    pub fn request(&self, api_version: ApiVersion, image: &str) -> Outcome {
+        self.request_with_token(api_version, image, None, &BTreeMap::new())
+    }
+
+    /// Sends a request carrying a service-account token and annotations (v1 only; older versions
+    /// drop them, as the kubelet does).
+    pub fn request_with_token(
+        &self,
+        api_version: ApiVersion,
+        image: &str,
+        token: Option<&str>,
+        annotations: &BTreeMap<String, String>,
+    ) -> Outcome {
+        if let Some(token) = token {
+            secrets::register(token);
+        }
+        let bytes = encode_request(api_version, image, token, annotations);
+        Outcome::new(Outcome {
+            exec: self.exec.run(&bytes),
+            api_version: Some(api_version),
+            image: image.to_owned(),
+            token: token.map(str::to_owned),
+            cache_type_token: self.cache_type_token,
+        })
+    }
+
+    /// Sends arbitrary bytes on stdin.
+    pub fn raw(&self, stdin: &[u8]) -> Outcome {
+        Outcome::new(Outcome {
+            exec: self.exec.run(stdin),
+            api_version: None,
+            image: String::new(),
+            token: None,
+            cache_type_token: self.cache_type_token,
+        })
+    }
+}
+
+/// The result of one run, with kubelet-style assertions.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What the process did.
+    pub exec: ExecOutcome,
+    api_version: Option<ApiVersion>,
+    image: String,
+    token: Option<String>,
+    cache_type_token: bool,
+}
+
+impl Outcome {
+    /// The one way an outcome comes to be: after the stderr scan for registered secrets.
+    fn new(outcome: Outcome) -> Outcome {
+        secrets::assert_no_leak(&outcome.stderr(), "stderr");
+        outcome
+    }
+
+    /// stderr as text.
+    pub fn stderr(&self) -> String {
+        self.exec.stderr_text()
+    }
+
+    /// stdout as text.
+    pub fn stdout(&self) -> String {
+        self.exec.stdout_text()
+    }
+
+    /// Asserts that the kubelet would accept the answer and find a credential for the image:
+    /// exit 0, strict decode in the request's version, valid cacheKeyType, and at least one auth
+    /// key matching the image. Panics with the full picture otherwise.
+    pub fn accepted(&self) -> AcceptedResponse {
+        let context = || {
+            format!(
+                "\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                self.stdout(),
+                self.stderr()
+            )
+        };
+        if let Some(error) = self.exec.kubelet_exec_error("plugin", &self.image) {
+            panic!("the kubelet would fail the exec: {error}{}", context());
+        }
+        let Some(expected) = self.api_version else {
+            panic!("accepted() needs a request sent with request()/request_with_token()");
+        };
+        let decoded = decode_response(
+            &self.exec.stdout,
+            DecodeContext {
+                expected,
+                image: &self.image,
+                service_account_token: self.token.as_deref(),
+                cache_type_token: self.cache_type_token,
+            },
+        )
+        .unwrap_or_else(|e| panic!("the kubelet would reject the answer: {e}{}", context()));
+        if decoded.keys_for_image(&self.image).is_empty() {
+            panic!(
+                "no auth key matches image {:?}: keys {:?}{}",
+                self.image,
+                decoded.auth.keys().collect::<Vec<_>>(),
+                context()
+            );
+        }
+        decoded
+    }
+
+    /// Asserts a clean failure: exit non-zero (not by a signal), nothing on stdout, exactly one
+    /// non-empty line on stderr that is not a panic. Returns that line.
+    pub fn rejected(&self) -> String {
+        let stderr = self.stderr();
+        let context = format!(
+            "\n--- stdout ---\n{}\n--- stderr ---\n{stderr}",
+            self.stdout()
+        );
+        assert!(!self.exec.timed_out, "timed out{context}");
+        match self.exec.exit_code {
+            Some(code) if code != 0 => {}
+            other => panic!("expected a non-zero exit, got {other:?}{context}"),
+        }
+        assert!(
+            self.exec.stdout.is_empty(),
+            "stdout must be empty on failure{context}"
+        );
+        assert!(!stderr.contains("panicked"), "the plugin panicked{context}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "expected exactly one stderr line{context}");
+        lines[0].to_owned()
+    }
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for a Unix time, for fakes that answer with timestamps.
+pub fn rfc3339(secs: u64) -> String {
+    let (y, m, d, _) = civil(secs);
+    let rem = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// An HTTP `Date` header value (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`) for a Unix time,
+/// for fakes whose clock is meant to be off.
+pub fn http_date(secs: u64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let (y, m, d, weekday) = civil(secs);
+    let rem = secs % 86_400;
+    format!(
+        "{}, {d:02} {} {y:04} {:02}:{:02}:{:02} GMT",
+        DAYS[weekday],
+        MONTHS[usize::try_from(m - 1).unwrap_or(0)],
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// (year, month, day, weekday with 0 = Thursday) of a Unix time: civil from days, proleptic
+/// Gregorian calendar.
+fn civil(secs: u64) -> (i64, i64, i64, usize) {
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, usize::try_from(days.rem_euclid(7)).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod time_tests {
+    #[test]
+    fn formats_timestamps() {
+        assert_eq!(super::rfc3339(784_111_777), "1994-11-06T08:49:37Z");
+        assert_eq!(
+            super::http_date(784_111_777),
+            "Sun, 06 Nov 1994 08:49:37 GMT"
+        );
+        assert_eq!(super::http_date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
+        assert_eq!(
+            super::http_date(951_782_400),
+            "Tue, 29 Feb 2000 00:00:00 GMT"
+        );
+    }
+}
+
+/// A temporary directory removed on drop (no extra dependency for the few the kit needs).
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// Creates a fresh directory under the system temp dir.
+    pub fn new(label: &str) -> Self {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("kcp-{label}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        if let Err(e) = std::fs::create_dir_all(&path) {
+            panic!("creating {}: {e}", path.display());
+        }
+        TempDir(path)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub mod bad_input;
+pub mod cache;
+pub mod configs;
+pub mod fake;
+pub mod faults;
+pub mod fuzz_bodies;
+pub mod proxy;
+pub mod secrets;
+pub mod tls;
