@@ -53,7 +53,9 @@ fn unpack_release() -> (TempDir, PathBuf) {
             panic!("set KCP_RELEASE_DIST to the directory scripts/release wrote (e.g. dist)")
         });
     // Relative to the workspace root, where scripts/release runs (tests run in common/testkit/).
-    let dist = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(dist);
+    let dist = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(dist);
     let sums = Command::new("sha256sum")
         .args(["--check", "--strict", "SHA256SUMS"])
         .current_dir(&dist)

@@ -13,7 +13,9 @@ use support::{Moto, PRIVATE_HOST, plugin};
 
 #[test]
 fn private_ecr_with_static_credentials_in_every_api_version() {
-    let moto = Moto::start();
+    let Some(moto) = Moto::start("private_ecr_with_static_credentials_in_every_api_version") else {
+        return;
+    };
     let p = plugin().env("AWS_ENDPOINT_URL", &moto.url);
     for v in ApiVersion::ALL {
         let out = p.request(v, &format!("{PRIVATE_HOST}/team/app"));
@@ -35,7 +37,9 @@ fn private_ecr_with_static_credentials_in_every_api_version() {
 
 #[test]
 fn the_auth_key_keeps_the_port() {
-    let moto = Moto::start();
+    let Some(moto) = Moto::start("the_auth_key_keeps_the_port") else {
+        return;
+    };
     let image = format!("{PRIVATE_HOST}:443/app");
     let ok = plugin()
         .env("AWS_ENDPOINT_URL_ECR", &moto.url)
@@ -49,7 +53,9 @@ fn the_auth_key_keeps_the_port() {
 
 #[test]
 fn web_identity_credentials_from_the_environment() {
-    let moto = Moto::start();
+    let Some(moto) = Moto::start("web_identity_credentials_from_the_environment") else {
+        return;
+    };
     let p = kcp_testkit::Plugin::new(support::BIN);
     let token_file = p.home().join("web-identity-token");
     std::fs::write(&token_file, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJub2RlIn0.c2ln").unwrap();
@@ -75,7 +81,9 @@ fn web_identity_credentials_from_the_environment() {
 
 #[test]
 fn service_account_token_mode_assumes_the_annotated_role() {
-    let moto = Moto::start();
+    let Some(moto) = Moto::start("service_account_token_mode_assumes_the_annotated_role") else {
+        return;
+    };
     let annotations = BTreeMap::from([(
         "eks.amazonaws.com/ecr-role-arn".to_owned(),
         "arn:aws:iam::123456789012:role/team-pull".to_owned(),

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, unused_imports)]
 
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -36,17 +37,37 @@ pub struct Moto {
     pub url: String,
 }
 
+/// Set (as `scripts/test` does) to make a missing `moto_server` a failure instead of a skip.
+pub const REQUIRE_FAKES_ENV: &str = "KCP_REQUIRE_PYTHON_FAKES";
+
 impl Moto {
-    pub fn start() -> Moto {
+    /// Starts moto_server, or, when it is not installed, prints one line saying how to enable
+    /// the test and returns `None` (the caller returns: the test is skipped). With
+    /// [`REQUIRE_FAKES_ENV`] set, a missing moto_server fails the test instead.
+    pub fn start(test: &str) -> Option<Moto> {
         let port = closed_port();
-        let child = Command::new("moto_server")
+        let child = match Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .unwrap_or_else(|e| {
-                panic!("starting moto_server failed ({e}): run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)")
-            });
+        {
+            Ok(child) => child,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::env::var_os(REQUIRE_FAKES_ENV).is_none() =>
+            {
+                // Straight to the process's stderr: libtest captures `eprintln!` of passing tests.
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "skipped {test}: moto_server is not on PATH; run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)"
+                );
+                return None;
+            }
+            Err(e) => panic!(
+                "starting moto_server failed ({e}): run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)"
+            ),
+        };
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(
@@ -55,10 +76,10 @@ impl Moto {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Moto {
+        Some(Moto {
             child,
             url: format!("http://127.0.0.1:{port}"),
-        }
+        })
     }
 }
 
