@@ -130,16 +130,17 @@ pub fn start<T: clap::Parser>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use clap::Parser;
     use kcp_kubelet::duration::GoDuration;
 
+    /// A provider's command line at its smallest: the shared flags and free arguments.
     #[derive(Debug, Parser)]
-    struct Cli {
+    pub(crate) struct Cli {
         #[command(flatten)]
-        common: CommonArgs,
-        rest: Vec<String>,
+        pub(crate) common: CommonArgs,
+        pub(crate) rest: Vec<String>,
     }
 
     #[test]

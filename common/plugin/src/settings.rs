@@ -170,15 +170,9 @@ fn parse_bool(text: &str) -> Option<bool> {
 mod tests {
     use super::*;
     use crate::cli::normalize_args;
+    use crate::cli::tests::Cli;
     use clap::Parser;
     use tracing::level_filters::LevelFilter;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        common: CommonArgs,
-        rest: Vec<String>,
-    }
 
     fn parse(args: &[&str]) -> Cli {
         Cli::try_parse_from(normalize_args(
