@@ -1,5 +1,5 @@
 //! `match`: which providers the kubelet would run for an image, and why each pattern that does
-//! not match fails (kubelet-contract.md §1.2 normalisation, §6 matching).
+//! not match fails (docs/kubelet-contract.md, “Image references” and “Matching”).
 
 use kcp_kubelet::image::ImageRef;
 use kcp_kubelet::matching::explain;

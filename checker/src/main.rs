@@ -4,10 +4,15 @@
 //! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules.
 //! - `match --config PATH IMAGE`: which providers the kubelet runs for an image, and why not.
 //! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
+//! - `init --provider P [--platform P] [--service-account] ...`: print a config for our providers
+//!   from the one table of their defaults, checked by the kubelet's rules before it is printed.
 //!
-//! Exit status: 0 yes (valid / a provider matches / usable credentials), 1 no, 2 usage error.
+//! Exit status: 0 yes (valid / a provider matches / usable credentials / config printed), 1 no
+//! (for `init`: the kubelet would refuse what the options ask for), 2 usage error. Every error is
+//! one line on stderr.
 
 mod explain;
+mod init;
 mod report;
 mod run;
 
@@ -80,6 +85,8 @@ enum Command {
         #[arg(long, default_value = "60s")]
         timeout: GoDuration,
     },
+    /// Print a CredentialProviderConfig for this project's providers, from their defaults per platform.
+    Init(Box<init::InitArgs>),
 }
 
 fn parse_annotation(text: &str) -> Result<(String, String), String> {
@@ -94,8 +101,45 @@ const NO: u8 = 1;
 /// Exit status for a usage error (bad image, unreadable token file); clap uses 2 too.
 const USAGE: u8 = 2;
 
+/// A clap error as the one line every error of this tool is: what is wrong, and any tip.
+fn one_line_error(err: &clap::Error) -> String {
+    let text = err.to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut joined = String::new();
+    for line in lines {
+        if !joined.is_empty() {
+            // "…not provided:" + "--x", "invalid value …" + "[possible values: …]": one sentence.
+            let same_sentence = joined.ends_with(':') || line.starts_with('[');
+            joined.push_str(if same_sentence { " " } else { "; " });
+        }
+        joined.push_str(line);
+    }
+    let message = joined.strip_prefix("error: ").unwrap_or(&joined);
+    format!("{message} (see --help)")
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help, --version, and a bare command (its help, exit 2): clap's own text.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            // A closed stdout cannot be reported anywhere better than by the exit status.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(USAGE));
+        }
+        Err(e) => {
+            eprintln!("credential-provider-check: {}", one_line_error(&e));
+            return ExitCode::from(USAGE);
+        }
+    };
     match execute(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(message) => {
@@ -146,6 +190,15 @@ fn load_valid(
 fn execute(cli: &Cli) -> Result<u8, String> {
     let format = cli.output;
     match &cli.command {
+        Command::Init(args) => {
+            if format == Format::Json {
+                return Err(
+                    "init prints a config, not a report: choose its format with --format json"
+                        .to_owned(),
+                );
+            }
+            init::run(args)
+        }
         Command::Validate { config, bin_dir } => Ok(
             match load_valid(format, config, bin_dir.as_deref(), false) {
                 Ok(_) => 0,

@@ -1,6 +1,6 @@
 //! `run`: exec every matching provider exactly as the kubelet would and judge the answer as the
-//! kubelet's strict decoder does (kubelet-contract.md §3 exec, §4.3 checks, §5 keyring, §7 cache,
-//! §8 service-account tokens).
+//! kubelet's strict decoder does (docs/kubelet-contract.md: “Exec”, “Decoding a response”,
+//! “Matching”, “Caching”, “Service-account tokens”).
 //!
 //! The exec itself and the decode are `kcp_kubelet::exec`'s; this module decides what the
 //! kubelet would send (token and annotations only for providers with `tokenAttributes`), names
@@ -147,7 +147,8 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
         .collect();
     out.env = p.env.clone();
 
-    // Token mode (KEP-4412, §8.2): what the kubelet sends, or why it does not run the plugin.
+    // Token mode (KEP-4412, docs/kubelet-contract.md “Service-account tokens”): what the kubelet
+    // sends, or why it does not run the plugin.
     let mut token: Option<&str> = None;
     let mut annotations = BTreeMap::new();
     let mut cache_type_token = false;
@@ -288,8 +289,8 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out
 }
 
-/// The kubelet's cache decision (§7): the response's duration wins; absent means the default;
-/// zero means not stored.
+/// The kubelet's cache decision (docs/kubelet-contract.md “Caching”): the response's duration
+/// wins; absent means the default; zero means not stored.
 fn cache_entry(
     p: &Provider,
     image: &str,

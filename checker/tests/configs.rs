@@ -1,7 +1,8 @@
-//! Fixtures: the workspace's example configs and the real ones from ecosystem.md validate clean;
-//! every broken one fails with the message its `# expect-…` header names; directory mode
-//! follows kubelet 1.34 (sorted, merged, duplicate names rejected).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+//! Fixtures: the workspace's example configs and the real ones under testdata/configs/real/
+//! validate clean; every broken one fails with the message its `# expect-…` header names;
+//! directory mode follows kubelet 1.34 (sorted, merged, duplicate names rejected).
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
 

@@ -1,7 +1,9 @@
 //! `scripts/install` against a `--root` temp dir, with the workspace's built binaries (`--from`
 //! the target dir): fresh install, idempotent rerun, dry run, refusal of foreign files, upgrades of
-//! its own, the config-directory drop-in, and that what it writes passes the checker.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+//! its own, the config-directory drop-in, that what it writes passes the checker, and that the config
+//! is `credential-provider-check init`'s (its refusals, warnings and run-time files included).
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
 
@@ -28,6 +30,10 @@ fn install(root: &Path, args: &[&str]) -> Run {
 
 fn install_from(root: &Path, from: &Path, args: &[&str]) -> Run {
     let checker = env!("CARGO_BIN_EXE_credential-provider-check");
+    install_with(root, from, Path::new(checker), args)
+}
+
+fn install_with(root: &Path, from: &Path, checker: &Path, args: &[&str]) -> Run {
     let out = Command::new("bash")
         .arg(script())
         .arg("--root")
@@ -780,4 +786,136 @@ fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
         out.stderr
     );
     assert_eq!(snapshot(root), before);
+}
+
+/// The config is `credential-provider-check init`'s output for the same options, behind the marker;
+/// the files init says the providers read at run time are the ones the notes name.
+#[test]
+fn the_config_is_what_init_prints_for_the_same_options() {
+    let dir = TempDir::new("install-init");
+    let root = dir.path();
+    let shaping = [
+        "--service-account",
+        "--azure-config",
+        "/etc/azure/cloud.json",
+        "--arg",
+        "ecr=--strict-hosts",
+        "--static-registry",
+        "registry.example.com",
+        "--static-username",
+        "robot",
+        "--static-password-file",
+        "/etc/kubernetes/registry.password",
+        "--cache-duration",
+        "45m",
+    ];
+    let out = install(
+        root,
+        &[
+            &["--providers", "ecr,acr,static", "--bin-dir", "/opt/bin"],
+            &shaping[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let written = std::fs::read_to_string(root.join(CONFIG)).unwrap();
+    let (marker, body) = written.split_once('\n').unwrap();
+    assert!(
+        marker.starts_with("# Managed by kubelet-credential-providers scripts/install (sha256:")
+    );
+
+    let init = check(
+        [
+            &[
+                "init",
+                "--provider",
+                "ecr,acr,static",
+                "--bin-dir",
+                "/opt/bin",
+                "--config-path",
+                "/etc/kubernetes/credential-provider-config.yaml",
+            ],
+            &shaping[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert_eq!(body, init.stdout);
+    assert!(
+        out.stdout.ends_with(
+            "note: /etc/azure/cloud.json does not exist yet; acr-credential-provider fails until it does\n\
+             note: /etc/kubernetes/registry.password does not exist yet; static-credential-provider fails until it does\n\
+             service-account mode: nodes need RBAC verb request-serviceaccounts-token-audience on each audience in the config\n"
+        ),
+        "{}",
+        out.stdout
+    );
+}
+
+/// A config the kubelet would refuse is refused by init before anything is planned: one line, the
+/// kubelet's message, nothing changed.
+#[test]
+fn a_config_init_refuses_is_one_line_and_changes_nothing() {
+    let dir = TempDir::new("install-init-refuses");
+    let root = dir.path();
+    let out = install(root, &["--providers", "ecr", "--match-images", "ecr=a b"]);
+    refused(
+        &out,
+        r#"the kubelet would refuse this config: failed to validate credential provider config: providers.matchImages: Invalid value: "a b""#,
+    );
+    assert_eq!(out.stdout, "");
+    assert!(snapshot(root).is_empty());
+}
+
+/// What the kubelet accepts but can never work is installed, with init's warning on stderr.
+#[test]
+fn init_warnings_are_shown_and_do_not_stop_the_install() {
+    let dir = TempDir::new("install-init-warns");
+    let root = dir.path();
+    let out = install(
+        root,
+        &[
+            "--providers",
+            "ecr",
+            "--match-images",
+            "ecr=https://r.example.com",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.lines().collect::<Vec<_>>(),
+        [
+            r#"install: warning: ecr-credential-provider: matchImages entry "https://r.example.com" has a scheme (https://): the kubelet prefixes https:// itself, so it never matches any image"#
+        ]
+    );
+    assert!(root.join(CONFIG).is_file());
+}
+
+/// An older checker (no `init`) is named as the problem, not reported as a usage error.
+#[test]
+fn a_checker_without_init_is_named() {
+    let dir = TempDir::new("install-old-checker");
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    let old = dir.path().join("credential-provider-check");
+    write_script(
+        &old,
+        "echo \"error: unrecognized subcommand 'init'\" >&2; echo >&2; echo 'Usage: credential-provider-check <COMMAND>' >&2; exit 2",
+    );
+    let out = install_with(&root, &target_bin_dir(), &old, &["--providers", "ecr"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "install: error: {} has no init command (an older release?)",
+            old.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(snapshot(&root).is_empty());
 }

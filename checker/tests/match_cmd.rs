@@ -1,6 +1,7 @@
-//! `match` on the kubelet's matching vectors (kubelet-contract.md §6.2 A and B), with the
+//! `match` on the kubelet's matching vectors (docs/kubelet-contract.md, “Test vectors”), with the
 //! reason for each non-match, Docker Hub normalisation and exit codes.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
 

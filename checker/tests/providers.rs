@@ -3,7 +3,8 @@
 //!
 //! The provider binaries are the siblings of the checker in the target directory: `cargo test
 //! --workspace` (what `scripts/test` runs) builds every binary of the workspace before any test.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
 

@@ -3,7 +3,8 @@
 //! `matchImages` hit exactly the images they should (asked of the checker's `match`), and every
 //! flag in its `args` is one the provider knows. The table below must list every file, so a new
 //! config cannot be added without saying what it matches.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
 
@@ -64,7 +65,7 @@ const NOBODY: &[&str] = &[
     "quay.io/org/app",
     "ghcr.io/org/app",
     "registry.k8s.io/pause:3.10",
-    // A port the patterns do not spell out never matches (kubelet-contract.md §6).
+    // A port the patterns do not spell out never matches (docs/kubelet-contract.md “Matching”).
     "123456789012.dkr.ecr.us-east-1.amazonaws.com:443/app",
     "myregistry.azurecr.io.evil.example/app",
     "a.b.gcr.io/app",

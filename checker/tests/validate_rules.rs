@@ -1,6 +1,7 @@
-//! Every validation rule of kubelet-contract.md §2.5 with the kubelet's exact message, and the
+//! Every validation rule of docs/kubelet-contract.md “Config validation” with the kubelet's exact message, and the
 //! kubelet's aggregation of several.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod common;
 

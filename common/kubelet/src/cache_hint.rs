@@ -81,55 +81,10 @@ fn jitter_with(duration: GoDuration, percent: u8, unit: f64) -> GoDuration {
     GoDuration::from_secs((secs - cut).max(0))
 }
 
-/// The "now" to count an absolute expiry from: the later of the node's clock and the issuing
-/// server's `Date` header. An expiry is written by the server's clock; when the node's clock lags
-/// the server's, `expiry - node now` overstates the life left and the kubelet would cache a dead
-/// credential. Taking the later clock can only shorten the answer, so whichever clock is right,
-/// the cache entry ends before the credential does. An unreadable `Date` changes nothing.
-pub fn expiry_clock(node_now: SystemTime, server_date: Option<&str>) -> SystemTime {
-    server_date
-        .and_then(parse_http_date)
-        .map_or(node_now, |server| server.max(node_now))
-}
-
-/// Parses an HTTP `Date` in the IMF-fixdate form every current server sends
-/// (`Sun, 06 Nov 1994 08:49:37 GMT`, RFC 9110 §5.6.7). Other forms give `None`.
-pub fn parse_http_date(value: &str) -> Option<SystemTime> {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let rest = value.trim().split_once(", ")?.1;
-    let parts: Vec<&str> = rest.split(' ').collect();
-    let [day, month, year, time, "GMT"] = parts.as_slice() else {
-        return None;
-    };
-    let number = |s: &str, len: usize| -> Option<i64> {
-        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    let (d, y) = (number(day, 2)?, number(year, 4)?);
-    let m = i64::try_from(MONTHS.iter().position(|n| n == month)? + 1).ok()?;
-    let hms: Vec<&str> = time.split(':').collect();
-    let [hh, mm, ss] = hms.as_slice() else {
-        return None;
-    };
-    let (hh, mm, ss) = (number(hh, 2)?, number(mm, 2)?, number(ss, 2)?);
-    if !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 60 {
-        return None;
-    }
-    // Days from civil (proleptic Gregorian), then seconds.
-    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let secs = u64::try_from(days * 86_400 + hh * 3600 + mm * 60 + ss).ok()?;
-    SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Seconds since the Unix epoch, negative before it.
+/// Seconds since the Unix epoch, negative before it: whole seconds on both sides of a
+/// `cacheDuration`, as Go's `Time.Unix()`. Defined here because [`CachePolicy`] needs it and this
+/// crate depends on nothing of the runtime's; `kcp_plugin::time` re-exports it beside the date
+/// parsers.
 pub fn unix_secs(t: SystemTime) -> i64 {
     match t.duration_since(SystemTime::UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
@@ -225,43 +180,6 @@ mod tests {
             .collect();
         assert!(seen.iter().all(|s| (19440..=21600).contains(s)), "{seen:?}");
         assert!(seen.len() > 50, "{} distinct values", seen.len());
-    }
-
-    #[test]
-    fn reads_http_dates_and_counts_from_the_later_clock() {
-        assert_eq!(
-            parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT"),
-            Some(at(784_111_777))
-        );
-        assert_eq!(
-            parse_http_date("Tue, 29 Feb 2000 00:00:00 GMT"),
-            Some(at(951_782_400))
-        );
-        for bad in [
-            "",
-            "Sunday, 06-Nov-94 08:49:37 GMT",
-            "Sun Nov  6 08:49:37 1994",
-            "Sun, 06 Nov 1994 08:49:37 UTC",
-            "Sun, 06 Foo 1994 08:49:37 GMT",
-            "Sun, 6 Nov 1994 08:49:37 GMT",
-            "Sun, 06 Nov 1994 25:49:37 GMT",
-            "Sun, 06 Nov 1994 08:49 GMT",
-        ] {
-            assert_eq!(parse_http_date(bad), None, "{bad}");
-        }
-        let node = at(784_111_777);
-        // The server is two hours ahead: count from its clock.
-        assert_eq!(
-            expiry_clock(node, Some("Sun, 06 Nov 1994 10:49:37 GMT")),
-            at(784_111_777 + 7200)
-        );
-        // Behind, absent or unreadable: the node's clock.
-        assert_eq!(
-            expiry_clock(node, Some("Sun, 06 Nov 1994 06:49:37 GMT")),
-            node
-        );
-        assert_eq!(expiry_clock(node, None), node);
-        assert_eq!(expiry_clock(node, Some("yesterday")), node);
     }
 
     #[test]

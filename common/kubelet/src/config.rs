@@ -1,6 +1,6 @@
 //! Reading a `CredentialProviderConfig` the way the kubelet does: one file or (kubelet 1.34+) a
 //! directory of `.json`/`.yaml`/`.yml` files, the type header checked first, then a strict decode
-//! that rejects unknown and duplicate fields (kubelet-contract.md §2.1, §2.3, §2.4).
+//! that rejects unknown and duplicate fields (docs/kubelet-contract.md, “Config files”).
 //!
 //! The kubelet converts YAML to JSON and decodes that into Go structs, so a YAML number where a
 //! string is expected is an error, `null` means "absent", and an absent `defaultCacheDuration` is

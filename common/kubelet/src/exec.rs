@@ -4,7 +4,7 @@
 //! The kubelet hides why it rejected an answer (every decode failure reads "error decoding
 //! credential provider plugin response from stdout"). This module returns both the kubelet's exact
 //! message and the real cause, so tests and the config checker can say what the kubelet would do and
-//! why. Facts: kubelet-contract.md §3 (exec), §4.3 (decode checks), §5 (auth keys).
+//! why. Facts: docs/kubelet-contract.md, “Exec”, “Decoding a response” and “Matching”.
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -422,7 +422,7 @@ mod tests {
 
     #[test]
     fn accepts_the_upstream_decode_vectors() {
-        // kubelet-contract.md §4.2, Test_decodeResponse and the e2e-gcp answer.
+        // docs/kubelet-contract.md “Test vectors”: Test_decodeResponse and the e2e-gcp answer.
         for v in ApiVersion::ALL {
             let doc = format!(
                 r#"{{"kind":"CredentialProviderResponse","apiVersion":"{v}","cacheKeyType":"Registry","cacheDuration":"1m","auth":{{"*.registry.io":{{"username":"user","password":"password"}}}}}}"#

@@ -1057,7 +1057,7 @@ mod tests {
         }
     }
 
-    // Contract §6.2 table A: keyring_test.go TestUrlsMatch.
+    // docs/kubelet-contract.md “Test vectors”: keyring_test.go TestUrlsMatch.
     #[test]
     fn table_a_urls_match() {
         let rows: &[(u32, &str, &str, &str)] = &[
@@ -1119,7 +1119,7 @@ mod tests {
         }
     }
 
-    // Contract §6.2 table B: plugin_test.go, matchImages entries that all match.
+    // docs/kubelet-contract.md “Test vectors”: plugin_test.go, matchImages entries that all match.
     #[test]
     fn table_b_match_images() {
         let rows: &[(u32, &str, &str)] = &[
@@ -1141,7 +1141,8 @@ mod tests {
         }
     }
 
-    // Contract §6.2 table C: keyring_test.go TestDockerKeyringForGlob (image = target + /foo/bar).
+    // docs/kubelet-contract.md “Test vectors”: keyring_test.go TestDockerKeyringForGlob
+    // (image = target + /foo/bar).
     #[test]
     fn table_c_keyring_hits() {
         let rows: &[(u32, &str, &str)] = &[
@@ -1180,7 +1181,8 @@ mod tests {
         }
     }
 
-    // Contract §6.2 table D: keyring_test.go TestKeyringMiss (image = target + /foo/bar).
+    // docs/kubelet-contract.md “Test vectors”: keyring_test.go TestKeyringMiss
+    // (image = target + /foo/bar).
     #[test]
     fn table_d_keyring_misses() {
         let rows: &[(u32, &str, &str)] = &[
@@ -1201,7 +1203,7 @@ mod tests {
         }
     }
 
-    // Contract §6.2 table E: TestDockerKeyringLookup and TestIssue3797.
+    // docs/kubelet-contract.md “Test vectors”: TestDockerKeyringLookup and TestIssue3797.
     #[test]
     fn table_e_order_and_path_prefixes() {
         let grace = "bar.example.com/pong";
@@ -1230,7 +1232,7 @@ mod tests {
         }
     }
 
-    // Contract §6.2: TestIsDefaultRegistryMatch.
+    // docs/kubelet-contract.md “Test vectors”: TestIsDefaultRegistryMatch.
     #[test]
     fn is_default_registry_match_vectors() {
         let rows: &[(&str, bool)] = &[
@@ -1248,7 +1250,7 @@ mod tests {
         }
     }
 
-    // Contract §6.3 traps.
+    // docs/kubelet-contract.md “Matching”: the traps.
     #[test]
     fn trap_path_glob_is_literal() {
         assert_eq!(

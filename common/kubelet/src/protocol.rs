@@ -471,7 +471,7 @@ mod tests {
 
     #[test]
     fn parses_the_kubelet_encoded_vectors() {
-        // kubelet-contract.md §4.1, Test_encodeRequest.
+        // docs/kubelet-contract.md “Test vectors”: Test_encodeRequest.
         for (line, version) in [
             (
                 r#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1alpha1","image":"test.registry.io/foobar"}"#,
@@ -595,7 +595,7 @@ mod tests {
 
     #[test]
     fn response_is_the_exact_kubelet_shape_in_the_request_version() {
-        // kubelet-contract.md §4.2 / ecr.md §5 example.
+        // docs/kubelet-contract.md “Request and response”; docs/providers/ecr.md “Response and cacheDuration”.
         let creds = Credentials::single(
             CacheKeyType::Registry,
             GoDuration::from_secs(600),

@@ -1,5 +1,5 @@
-//! The kubelet's 22 config validation rules with its exact messages (kubelet-contract.md §2.5),
-//! the registration checks on the bin dir (§1.1), and warnings for what the kubelet accepts but
+//! The kubelet's 22 config validation rules with its exact messages (docs/kubelet-contract.md, “Config validation”),
+//! the registration checks on the bin dir, and warnings for what the kubelet accepts but
 //! can never work.
 //!
 //! Messages follow apimachinery's `field.Error` formatting: field paths carry no list index, and

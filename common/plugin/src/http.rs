@@ -12,17 +12,22 @@
 //! file and ~0.6M instructions per exec, see `tls`). Error excerpts of answer bodies are cut
 //! short and token-like runs in them redacted ([`redact_token_like`]), and redirects are never
 //! followed (a token must not follow one).
+//!
+//! Every retried call goes through [`HttpClient::send_retrying_with`]: its [`RetryRules`] say which
+//! statuses are transient, which answers the caller wants back (ACR's challenge needs its 401),
+//! and whether a server's `Retry-After` replaces the backoff; the loop itself is
+//! [`crate::retry::retry`] and the header is read by [`crate::retry::retry_after`].
 
 use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::{Method, Url};
 
 use std::cell::Cell;
 
 use crate::deadline::Deadline;
-use crate::retry::{Retry, RetryPolicy, retry};
+use crate::retry::{Retry, RetryPolicy, retry, retry_after};
 
 /// Default connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -166,7 +171,9 @@ impl HttpError {
     pub fn is_transient(&self) -> bool {
         match self {
             HttpError::Transport { .. } => true,
-            HttpError::Status { status, .. } => *status == 429 || *status >= 500,
+            HttpError::Status { status, .. } => {
+                Statuses::THROTTLED_OR_SERVER_ERROR.contains(*status)
+            }
             HttpError::Setup(_)
             | HttpError::Tls { .. }
             | HttpError::Body { .. }
@@ -179,6 +186,18 @@ impl HttpError {
         match self {
             HttpError::Status { status, .. } => Some(*status),
             _ => None,
+        }
+    }
+
+    /// The message for an error line: as displayed, plus "(timed out)" for a timeout whose reason
+    /// does not already say so (an operator needs to tell a hang from a refusal).
+    pub fn describe(&self) -> String {
+        let text = self.to_string();
+        match self {
+            HttpError::Transport { timeout: true, .. } if !text.contains("timed out") => {
+                format!("{text} (timed out)")
+            }
+            _ => text,
         }
     }
 }
@@ -201,6 +220,22 @@ impl HttpResponse {
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of a header, in order: some headers (`WWW-Authenticate`) may be repeated, each
+    /// with its own meaning. Values that were not text were dropped on receipt.
+    pub fn header_values(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// The server's clock when it answered (its `Date` header), when readable: expiry times in
+    /// the answer are written by that clock, not the node's.
+    pub fn date(&self) -> Option<SystemTime> {
+        self.header("date").and_then(crate::time::parse_http_date)
     }
 }
 
@@ -290,12 +325,8 @@ impl HttpClient {
         let response = self
             .fetch(route, method, url, headers, body, deadline)
             .await?;
-        if !(200..300).contains(&response.status) {
-            return Err(HttpError::Status {
-                host: url.host_str().unwrap_or("").to_owned(),
-                status: response.status,
-                detail: excerpt(&response.body),
-            });
+        if !Statuses::SUCCESS.contains(response.status) {
+            return Err(status_error(url, &response));
         }
         Ok(response)
     }
@@ -437,53 +468,165 @@ impl CallError {
     }
 }
 
+/// A set of HTTP statuses, as inclusive ranges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Statuses(pub &'static [(u16, u16)]);
+
+impl Statuses {
+    /// 2xx.
+    pub const SUCCESS: Statuses = Statuses(&[(200, 299)]);
+    /// Every status: the caller judges each answer itself.
+    pub const ANY: Statuses = Statuses(&[(0, u16::MAX)]);
+    /// 429 and 5xx: throttling and server trouble, which another try may get past.
+    pub const THROTTLED_OR_SERVER_ERROR: Statuses = Statuses(&[(429, 429), (500, u16::MAX)]);
+
+    /// Whether `status` is in the set.
+    pub fn contains(self, status: u16) -> bool {
+        self.0
+            .iter()
+            .any(|&(low, high)| (low..=high).contains(&status))
+    }
+}
+
+/// What a retrying call tries again, hands back, and gives up on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryRules {
+    /// Attempts and backoff.
+    pub policy: RetryPolicy,
+    /// Statuses worth another try. Checked before `answers`.
+    pub transient: Statuses,
+    /// Statuses handed back as answers; any other is an [`HttpError::Status`]. A transient status
+    /// that outlasts the retries is handed back too when it is in this set.
+    pub answers: Statuses,
+    /// When set, a transient answer's `Retry-After` (either form, [`retry_after`]) replaces the
+    /// backoff, capped at this wait; without the header the backoff applies.
+    pub max_retry_after: Option<Duration>,
+    /// Whether an answer too large to read ([`HttpError::Body`]) is tried again.
+    pub retry_body_errors: bool,
+}
+
+impl RetryRules {
+    /// [`HttpClient::send_retrying`]'s rules: [`RetryPolicy::DEFAULT`], connection errors,
+    /// timeouts, 429 and 5xx retried, 2xx answers only, `Retry-After` not read.
+    pub const DEFAULT: RetryRules = RetryRules {
+        policy: RetryPolicy::DEFAULT,
+        transient: Statuses::THROTTLED_OR_SERVER_ERROR,
+        answers: Statuses::SUCCESS,
+        max_retry_after: None,
+        retry_body_errors: false,
+    };
+
+    /// The wait before retrying a transient `answer`: its `Retry-After` when these rules honour
+    /// it, else the backoff.
+    fn wait_for(&self, answer: &HttpResponse) -> Retry {
+        self.max_retry_after
+            .and_then(|cap| {
+                let asked = retry_after(answer.header("retry-after")?, SystemTime::now())?;
+                Some(Retry::After(asked.min(cap)))
+            })
+            .unwrap_or(Retry::Transient)
+    }
+}
+
 impl HttpClient {
-    /// Sends `call`, retrying transient failures (connection errors, timeouts, 429, 5xx) with
-    /// jittered backoff under [`RetryPolicy::default`], inside `deadline`; 2xx answers only.
+    /// Sends `call` under [`RetryRules::DEFAULT`]: connection errors, timeouts, 429 and 5xx are
+    /// retried with jittered backoff inside `deadline`; 2xx answers only.
     pub async fn send_retrying(
         &self,
         call: Call<'_>,
         deadline: Deadline,
     ) -> Result<HttpResponse, CallError> {
-        let http = self;
+        self.send_retrying_with(call, deadline, &RetryRules::DEFAULT)
+            .await
+    }
+
+    /// Sends `call` until `rules` say stop: an answer they hand back, an error that another try
+    /// cannot fix, the last attempt, or a deadline with no room for another one. Connection
+    /// errors and timeouts are always transient; an untrusted certificate, a failed client setup
+    /// and a spent deadline never are.
+    pub async fn send_retrying_with(
+        &self,
+        call: Call<'_>,
+        deadline: Deadline,
+        rules: &RetryRules,
+    ) -> Result<HttpResponse, CallError> {
+        /// An attempt that is not the final word: a transient answer, or a failure.
+        enum Miss {
+            Answer(HttpResponse),
+            Failed(HttpError),
+        }
         let attempts = Cell::new(0);
-        retry(
-            RetryPolicy::default(),
+        let result = retry(
+            rules.policy,
             deadline,
-            |e: &HttpError| {
-                if e.is_transient() {
+            |miss: &Miss| match miss {
+                Miss::Answer(answer) => rules.wait_for(answer),
+                Miss::Failed(e)
+                    if e.is_transient()
+                        || (rules.retry_body_errors && matches!(e, HttpError::Body { .. })) =>
+                {
                     Retry::Transient
-                } else {
-                    Retry::Permanent
                 }
+                Miss::Failed(_) => Retry::Permanent,
             },
-            |attempt, error, wait| {
-                // Info, not warn: on success nobody needs it, on failure the final error counts them.
-                tracing::info!(
-                    what = call.what,
-                    attempt,
-                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                    "{error}; retrying"
-                );
+            |attempt, miss, wait| {
+                let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                // Info, not warn: on success nobody needs it, on failure the final error counts
+                // the attempts.
+                match miss {
+                    Miss::Answer(answer) => {
+                        let error = status_error(call.url, answer);
+                        tracing::info!(what = call.what, attempt, wait_ms, "{error}; retrying");
+                    }
+                    Miss::Failed(error) => {
+                        tracing::info!(what = call.what, attempt, wait_ms, "{error}; retrying");
+                    }
+                }
             },
             |attempt| {
                 attempts.set(attempt);
                 tracing::debug!(what = call.what, attempt, "sending");
-                http.send(
+                let answer = self.fetch(
                     call.route,
                     call.method.clone(),
                     call.url,
                     call.headers,
                     call.body.map(<[u8]>::to_vec),
                     deadline,
-                )
+                );
+                async move {
+                    match answer.await {
+                        Ok(answer) if rules.transient.contains(answer.status) => {
+                            Err(Miss::Answer(answer))
+                        }
+                        Ok(answer) => Ok(answer),
+                        Err(error) => Err(Miss::Failed(error)),
+                    }
+                }
             },
         )
-        .await
-        .map_err(|error| CallError {
+        .await;
+        let error = match result {
+            Ok(answer) | Err(Miss::Answer(answer)) if rules.answers.contains(answer.status) => {
+                return Ok(answer);
+            }
+            Ok(answer) | Err(Miss::Answer(answer)) => status_error(call.url, &answer),
+            Err(Miss::Failed(error)) => error,
+        };
+        Err(CallError {
             error,
             attempts: attempts.get(),
         })
+    }
+}
+
+/// The error for an answer whose status the caller does not take: the host, the status and a
+/// short redacted excerpt of the body.
+fn status_error(url: &Url, answer: &HttpResponse) -> HttpError {
+    HttpError::Status {
+        host: url.host_str().unwrap_or("").to_owned(),
+        status: answer.status,
+        detail: excerpt(&answer.body),
     }
 }
 

@@ -11,6 +11,7 @@
 //! - [`tls`]: the trust store (fast PEM loading) and rustls client configuration.
 //! - [`token_cache`]: the opt-in on-disk token cache shared by concurrent and later execs.
 //! - [`jwt`]: unverified JWT claims (expiry, service-account identity).
+//! - [`time`]: dates servers send (HTTP `Date`, RFC 3339) and Unix seconds, one calendar routine.
 //! - [`logging`]: leveled, one-line stderr logging.
 //!
 //! The protocol types themselves come from [`kcp_kubelet`], re-exported here for providers.
@@ -23,6 +24,7 @@ pub mod logging;
 pub mod retry;
 pub mod runner;
 pub mod settings;
+pub mod time;
 pub mod tls;
 pub mod token_cache;
 

@@ -4,9 +4,12 @@
 //! GetAuthorizationToken calls per second per account and region), so every wait is "full jitter":
 //! a random time between zero and the exponential step. A retry is only started when the deadline
 //! leaves room for it; the last error is returned otherwise.
+//!
+//! A server may name the wait itself: [`retry_after`] reads the `Retry-After` header (both of its
+//! forms) for every caller, and [`Retry::After`] replaces the backoff with it.
 
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::deadline::Deadline;
 
@@ -34,15 +37,18 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 4,
-            base_delay: Duration::from_millis(200),
-            max_delay: Duration::from_secs(5),
-        }
+        RetryPolicy::DEFAULT
     }
 }
 
 impl RetryPolicy {
+    /// Four attempts, waits of at most 200 ms, 400 ms, 800 ms: what most token calls need.
+    pub const DEFAULT: RetryPolicy = RetryPolicy {
+        max_attempts: 4,
+        base_delay: Duration::from_millis(200),
+        max_delay: Duration::from_secs(5),
+    };
+
     /// The jittered wait before attempt number `attempt + 1` (`attempt` counts from 1).
     pub fn backoff(&self, attempt: u32) -> Duration {
         let step = self
@@ -91,6 +97,25 @@ where
         tokio::time::sleep(wait).await;
         n += 1;
     }
+}
+
+/// The wait a `Retry-After` value asks for, seen at `now`: delta-seconds (`120`) or an HTTP date
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`, zero once it has passed), RFC 9110 §10.2.3. `None` for
+/// anything else, so the caller's own backoff applies. A number too large for a `u64` saturates;
+/// callers cap the wait anyway.
+pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    let value = value.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        let secs = value
+            .bytes()
+            .try_fold(0u64, |secs, digit| {
+                secs.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+            })
+            .unwrap_or(u64::MAX);
+        return Some(Duration::from_secs(secs));
+    }
+    let at = crate::time::parse_http_date(value)?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
@@ -217,5 +242,43 @@ mod tests {
         }
         let distinct: std::collections::HashSet<_> = (0..50).map(|_| p.backoff(4)).collect();
         assert!(distinct.len() > 5, "backoff must be jittered");
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777);
+        for (value, want) in [
+            ("1", Some(Duration::from_secs(1))),
+            (" 120 ", Some(Duration::from_secs(120))),
+            ("0", Some(Duration::ZERO)),
+            ("007", Some(Duration::from_secs(7))),
+            // Larger than any u64: the longest wait there is, which the caller caps.
+            (
+                "99999999999999999999999",
+                Some(Duration::from_secs(u64::MAX)),
+            ),
+            ("18446744073709551615", Some(Duration::from_secs(u64::MAX))),
+            // The date form, seen 37 s before the date, at it and after it.
+            (
+                "Sun, 06 Nov 1994 08:50:14 GMT",
+                Some(Duration::from_secs(37)),
+            ),
+            ("Sun, 06 Nov 1994 08:49:37 GMT", Some(Duration::ZERO)),
+            ("Sun, 06 Nov 1994 07:00:00 GMT", Some(Duration::ZERO)),
+            (
+                "Fri, 31 Dec 9999 23:59:59 GMT",
+                Some(Duration::from_secs(253_402_300_799 - 784_111_777)),
+            ),
+            // Neither form.
+            ("", None),
+            ("-1", None),
+            ("+5", None),
+            ("1.5", None),
+            ("5s", None),
+            ("Sunday, 06-Nov-94 08:49:37 GMT", None),
+            ("soon", None),
+        ] {
+            assert_eq!(retry_after(value, now), want, "{value:?}");
+        }
     }
 }

@@ -12,6 +12,8 @@
 //! - an entry must be a regular file (no symlink) owned by the running user, mode `0600` or
 //!   stricter, small, well-formed, written for exactly this key, and have at least the safety
 //!   margin of life left. Anything else is ignored and replaced by the next fetch;
+//! - an entry's `fetchedAt` is the token's own [`RegistryToken::obtained_at`], and one written
+//!   more than a few minutes in the future is not trusted (the clock went back);
 //! - each entry carries its own refresh point, a random 0..jitter % of its lifetime before the
 //!   margin: nodes that fetched together (a scale-up) refresh at different times instead of all
 //!   when their tokens reach the margin together;
@@ -32,7 +34,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::deadline::Deadline;
 use crate::jwt::ServiceAccountClaims;
-use kcp_kubelet::cache_hint::unix_secs;
+use crate::time::{from_unix_secs, unix_secs};
 use kcp_kubelet::secret::Secret;
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
@@ -52,7 +54,8 @@ const LOCK_POLL: Duration = Duration::from_millis(5);
 /// An entry written more than this far in the future means the clock went back: not trusted.
 const FUTURE_TOLERANCE: Duration = Duration::from_secs(5 * 60);
 
-/// A registry credential with its expiry, as a provider fetches it and the cache stores it.
+/// A registry credential with its expiry and when it was obtained, as a provider fetches it and
+/// the cache stores it. Both times are on this node's clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegistryToken {
     /// Registry user name.
@@ -61,6 +64,48 @@ pub struct RegistryToken {
     pub password: Secret,
     /// When the registry stops accepting it; `None` (unknown) is never cached.
     pub expires_at: Option<SystemTime>,
+    /// When this run obtained it: when the registry's answer arrived (the cache stores that as
+    /// the entry's `fetchedAt`), or when the cache entry was read. A `cacheDuration` is counted
+    /// from it, so an answer reads the same however long the rest of the run takes.
+    pub obtained_at: SystemTime,
+}
+
+impl RegistryToken {
+    /// A token whose answer arrived just now, its expiry (when known) on this node's clock.
+    pub fn obtained_now(
+        username: impl Into<String>,
+        password: Secret,
+        expires_at: Option<SystemTime>,
+    ) -> Self {
+        RegistryToken {
+            username: username.into(),
+            password,
+            expires_at,
+            obtained_at: SystemTime::now(),
+        }
+    }
+
+    /// Moves an expiry written by the issuer's clock onto this node's, given what the issuer's
+    /// clock said when it answered (its `Date` header, `issuer_now`).
+    ///
+    /// The life left is counted from the later of the two clocks at [`Self::obtained_at`]: when
+    /// the node's clock lags the issuer's, `expiry - node now` overstates it and the kubelet would
+    /// cache a dead credential. Taking the later clock can only shorten the life, so whichever
+    /// clock is right, the cache entry and the kubelet's both end before the credential does. An
+    /// issuer clock behind the node's, or unknown, changes nothing; an expiry already past by the
+    /// later clock leaves no life at all.
+    pub fn with_issuer_clock(mut self, issuer_now: Option<SystemTime>) -> Self {
+        let Some(expires_at) = self.expires_at else {
+            return self;
+        };
+        let counted_from = issuer_now.map_or(self.obtained_at, |i| i.max(self.obtained_at));
+        let left = expires_at
+            .duration_since(counted_from)
+            .unwrap_or(Duration::ZERO);
+        // Cannot overflow: `left` is at most `expires_at - obtained_at`.
+        self.expires_at = self.obtained_at.checked_add(left);
+        self
+    }
 }
 
 /// What a cache entry is for: a provider, the scope of its tokens and a fingerprint of the
@@ -276,7 +321,7 @@ impl TokenCache {
             tracing::info!("token cache: not storing a token of unknown lifetime");
             return;
         };
-        let fetched_at = unix_secs(SystemTime::now());
+        let fetched_at = unix_secs(token.obtained_at);
         let expires_at = unix_secs(expires_at);
         let lifetime = expires_at.saturating_sub(fetched_at).max(0);
         let early =
@@ -443,14 +488,13 @@ impl Entry {
                 margin.as_secs()
             ));
         }
-        let expires_at = u64::try_from(self.expires_at)
-            .ok()
-            .and_then(|s| SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(s)))
-            .ok_or("its expiry is out of range")?;
+        let expires_at = from_unix_secs(self.expires_at).ok_or("its expiry is out of range")?;
+        // Obtained by this run now: its `cacheDuration` counts from the moment it was checked.
         Ok(RegistryToken {
             username: self.username,
             password: self.password,
             expires_at: Some(expires_at),
+            obtained_at: now,
         })
     }
 }
@@ -589,11 +633,11 @@ mod tests {
     }
 
     fn token(expires_in: Duration) -> RegistryToken {
-        RegistryToken {
-            username: "AWS".into(),
-            password: Secret::new("registry-password-1"),
-            expires_at: Some(SystemTime::now() + expires_in),
-        }
+        RegistryToken::obtained_now(
+            "AWS",
+            Secret::new("registry-password-1"),
+            Some(SystemTime::now() + expires_in),
+        )
     }
 
     fn block<F: Future>(f: F) -> F::Output {
@@ -999,5 +1043,108 @@ mod tests {
             fetch_counted(&cache, &key(), &calls, Duration::from_secs(3600)).1,
             Source::Upstream
         );
+    }
+
+    #[test]
+    fn the_issuer_clock_ahead_shortens_the_life_behind_changes_nothing() {
+        let at = |secs: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        let node = at(784_111_777);
+        let issued = |expires_at: Option<SystemTime>, issuer_now: Option<SystemTime>| {
+            RegistryToken {
+                obtained_at: node,
+                ..RegistryToken::obtained_now("u", Secret::new("p"), expires_at)
+            }
+            .with_issuer_clock(issuer_now)
+        };
+        let exp = Some(at(784_111_777 + 3 * 3600));
+        // Two hours ahead: one hour of the three is left, counted from the node's clock.
+        let ahead = issued(exp, Some(at(784_111_777 + 7200)));
+        assert_eq!(ahead.expires_at, Some(at(784_111_777 + 3600)));
+        assert_eq!(ahead.obtained_at, node);
+        // Behind or unknown: the node's clock counts.
+        assert_eq!(issued(exp, Some(at(784_111_777 - 7200))).expires_at, exp);
+        assert_eq!(issued(exp, None).expires_at, exp);
+        // Past by the issuer's clock: no life left. Unknown expiry: still unknown.
+        let over = issued(exp, Some(at(784_111_777 + 4 * 3600)));
+        assert_eq!(over.expires_at, Some(node));
+        assert_eq!(issued(None, Some(at(784_111_777 + 7200))).expires_at, None);
+        // Past by the node's own clock: no life left either.
+        assert_eq!(
+            issued(Some(at(784_111_777 - 60)), None).expires_at,
+            Some(node)
+        );
+    }
+
+    #[test]
+    fn the_obtained_at_time_is_stored_and_a_hit_counts_from_its_read() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        let obtained_at = SystemTime::now() - Duration::from_secs(100);
+        let fetched = RegistryToken {
+            obtained_at,
+            ..token(Duration::from_secs(3600))
+        };
+        let (fresh, source) = block(cache.get_or_fetch(&key(), deadline(), async || {
+            Ok::<_, String>(fetched.clone())
+        }))
+        .unwrap();
+        assert_eq!((fresh, source), (fetched, Source::Upstream));
+        let entry: serde_json::Value =
+            serde_json::from_slice(&fs::read(cache.entry_path(&key())).unwrap()).unwrap();
+        assert_eq!(entry["fetchedAt"].as_i64(), Some(unix_secs(obtained_at)));
+        let before = SystemTime::now();
+        let hit = cache.get(&key()).unwrap();
+        assert!(
+            hit.obtained_at >= before && hit.obtained_at <= SystemTime::now(),
+            "a hit is obtained when it is read"
+        );
+    }
+
+    /// A registry whose `Date` is two hours ahead of the node, a token of three hours by its
+    /// clock: the fresh answer, the entry and the answer from the entry all count three hours
+    /// (the node's clock would say five), as when ACR counted from the later clock itself.
+    #[test]
+    fn a_token_from_an_issuer_clock_ahead_is_cached_and_answered_as_before() {
+        use kcp_kubelet::cache_hint::CachePolicy;
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        let policy = CachePolicy::RemainingMinus(Duration::from_secs(300));
+        let issuer_now = SystemTime::now() + Duration::from_secs(7200);
+        let exp = issuer_now + Duration::from_secs(3 * 3600);
+        let (fresh, source) = block(cache.get_or_fetch(&key(), deadline(), async || {
+            Ok::<_, String>(
+                RegistryToken::obtained_now("u", Secret::new("refresh"), Some(exp))
+                    .with_issuer_clock(Some(issuer_now)),
+            )
+        }))
+        .unwrap();
+        assert_eq!(source, Source::Upstream);
+        // What ACR computed before the token carried the time: node now + (exp - later clock).
+        let node_now = fresh.obtained_at;
+        let before = node_now + exp.duration_since(issuer_now.max(node_now)).unwrap();
+        assert_eq!(fresh.expires_at, Some(before));
+        assert_eq!(
+            policy.cache_duration(fresh.expires_at, fresh.obtained_at),
+            kcp_kubelet::duration::GoDuration::from_secs(3 * 3600 - 300)
+        );
+        let entry: serde_json::Value =
+            serde_json::from_slice(&fs::read(cache.entry_path(&key())).unwrap()).unwrap();
+        let (exp_s, fetched_s) = (
+            entry["expiresAt"].as_i64().unwrap(),
+            entry["fetchedAt"].as_i64().unwrap(),
+        );
+        assert_eq!(fetched_s, unix_secs(node_now));
+        assert!((10_799..=10_800).contains(&(exp_s - fetched_s)), "{entry}");
+        let (hit, source) = block(cache.get_or_fetch(&key(), deadline(), async || {
+            Err::<RegistryToken, _>("not called")
+        }))
+        .unwrap();
+        assert_eq!(source, Source::Cache);
+        assert_eq!(hit.expires_at.map(unix_secs), Some(unix_secs(before)));
+        let secs = policy
+            .cache_duration(hit.expires_at, hit.obtained_at)
+            .as_nanos()
+            / 1_000_000_000;
+        assert!((10_498..=10_500).contains(&secs), "{secs}");
     }
 }

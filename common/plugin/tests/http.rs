@@ -2,7 +2,8 @@
 //! body cap, redirects, redaction of error bodies, proxy routing (a fake forward proxy that sees
 //! absolute-form requests) and timeouts capped by the run's deadline.
 //!
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::net::{IpAddr, TcpListener};
 use std::time::{Duration, Instant};
@@ -542,4 +543,69 @@ fn an_untrusted_certificate_is_a_tls_error_and_not_retried() {
     assert!(!err.error.is_transient());
     assert!(err.to_string().contains("SSL_CERT_FILE"), "{err}");
     assert!(server.requests().is_empty(), "nothing reached the server");
+}
+
+#[test]
+fn timeouts_say_so_once() {
+    let timeout = |reason: &str| HttpError::Transport {
+        host: "h".into(),
+        reason: reason.into(),
+        timeout: true,
+    };
+    assert_eq!(
+        timeout("connection closed").describe(),
+        "request to h failed: connection closed (timed out)"
+    );
+    assert_eq!(
+        timeout("operation timed out").describe(),
+        "request to h failed: operation timed out"
+    );
+    let refused = HttpError::Transport {
+        host: "h".into(),
+        reason: "connection refused".into(),
+        timeout: false,
+    };
+    assert_eq!(refused.describe(), refused.to_string());
+}
+
+#[test]
+fn header_values_keeps_every_value_in_order() {
+    let response = HttpResponse {
+        status: 401,
+        body: Vec::new(),
+        headers: vec![
+            ("www-authenticate".into(), "Basic realm=\"x\"".into()),
+            ("x-other".into(), "y".into()),
+            ("WWW-Authenticate".into(), "Bearer realm=\"r\"".into()),
+        ],
+    };
+    assert_eq!(
+        response.header_values("www-authenticate"),
+        vec!["Basic realm=\"x\"", "Bearer realm=\"r\""]
+    );
+    assert_eq!(
+        response.header("WWW-authenticate"),
+        Some("Basic realm=\"x\"")
+    );
+    assert!(response.header_values("retry-after").is_empty());
+}
+
+#[test]
+fn the_date_header_is_read_as_the_servers_clock() {
+    let with_date = |value: &str| HttpResponse {
+        status: 200,
+        body: Vec::new(),
+        headers: vec![("date".into(), value.into())],
+    };
+    assert_eq!(
+        with_date("Sun, 06 Nov 1994 08:49:37 GMT").date(),
+        Some(std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(784_111_777))
+    );
+    assert_eq!(with_date("yesterday").date(), None);
+    let none = HttpResponse {
+        status: 200,
+        body: Vec::new(),
+        headers: Vec::new(),
+    };
+    assert_eq!(none.date(), None);
 }

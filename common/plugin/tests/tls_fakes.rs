@@ -1,7 +1,8 @@
 //! The test kit's TLS fakes (the default ECDSA CA, and the RSA chain root → intermediate → leaf
 //! that `scripts/bench` uses to present what the AWS and Azure endpoints present), verified by the
 //! providers' own client configuration: the trust store that parses only the anchors a chain names.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -13,9 +13,10 @@
 //! ends with the benchmark that started it). Not part of any release binary.
 //!
 //! ```text
-//! cargo run --release -p kcp-common --features testkit --example bench_fake
+//! cargo run --release -p kcp-testkit --example bench_fake
 //! ```
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A development tool, not a plugin.
+// A development tool, not a plugin.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::Read;
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -6,7 +6,8 @@
 //! This launcher is a few hundred KiB, well under what it measures. Used by `scripts/bench`.
 //!
 //! Usage: exec_measure RUNS STDIN_FILE -- COMMAND [ARGS...]
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A development tool, not a plugin.
+// A development tool, not a plugin.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::io::Write;
 use std::process::{Command, Stdio};

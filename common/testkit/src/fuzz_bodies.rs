@@ -1,5 +1,5 @@
 //! The bodies of the fuzz targets in `fuzz/`, kept here so that a stable `cargo test`
-//! (`common/tests/fuzz_smoke.rs`) runs the same checks over the seed corpus and pseudo-random
+//! (`common/testkit/tests/fuzz_smoke.rs`) runs the same checks over the seed corpus and pseudo-random
 //! inputs when no nightly toolchain is around.
 //!
 //! Each body takes arbitrary bytes and panics when an invariant breaks, not only when the code

@@ -1,5 +1,5 @@
-//! Test kit for provider binaries (feature `testkit`): run a built plugin exactly as the kubelet
-//! does and assert on the result the way the kubelet would judge it.
+//! Test kit for provider binaries (a dev-dependency, never in a release): run a built plugin
+//! exactly as the kubelet does and assert on the result the way the kubelet would judge it.
 //!
 //! ```ignore
 //! let plugin = Plugin::new(env!("CARGO_BIN_EXE_ecr-credential-provider")).env("AWS_REGION", "us-east-1");
@@ -11,7 +11,8 @@
 //! `CREDENTIAL_PROVIDER_CACHE_JITTER=0` (exact `cacheDuration`s), so a developer's `~/.aws` or
 //! cloud variables never leak into a test. Every run's stderr is scanned for every secret
 //! registered in [`secrets`] (see there), so no test can let one through.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A test kit: a panic is a failed assertion.
+// A test kit: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,18 +6,19 @@
 //! Each provider answers a real request end to end against loopback fakes, resolving a name
 //! from /etc/hosts and, for the HTTPS fakes, loading the trust store found inside the root.
 //! The nsswitch.conf lists no `files` or `dns` service at all, so these lookups only work because
-//! the static build pins host lookups to glibc's built-in services (`common/src/http.rs`).
+//! the static build pins host lookups to glibc's built-in services (`common/plugin/src/http.rs`).
 //!
 //! Ignored by default, because it needs the static release build:
 //!
 //! ```text
 //! scripts/release --out target/dist
-//! KCP_RELEASE_DIST=target/dist cargo test -p kcp-common --all-features --test empty_root -- --ignored
+//! KCP_RELEASE_DIST=target/dist cargo test -p kcp-testkit --test empty_root -- --ignored
 //! ```
 //!
 //! Needs root (chroot) or unprivileged user namespaces (`unshare --user --map-root-user chroot`);
 //! with neither it prints why and skips, unless `KCP_EMPTY_ROOT_REQUIRED=1` makes that a failure.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -459,7 +460,7 @@ fn static_and_checker(jail: &Jail, bin_dir: &Path) {
 }
 
 #[test]
-#[ignore = "needs scripts/release output: KCP_RELEASE_DIST=dist cargo test -p kcp-common --all-features --test empty_root -- --ignored"]
+#[ignore = "needs scripts/release output: KCP_RELEASE_DIST=dist cargo test -p kcp-testkit --test empty_root -- --ignored"]
 fn release_binaries_work_in_an_empty_root() {
     let (_unpacked, bin_dir) = unpack_release();
     let probe = empty_root(&bin_dir, "static-credential-provider", &[]);

@@ -2,7 +2,8 @@
 //! thousand mutations of them from a fixed seed, so CI exercises the invariants even without
 //! a nightly toolchain or cargo-fuzz. A failure prints the input as a Rust byte string, ready to
 //! be saved as a new seed file.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Nothing leaves the machine: the proxy refuses every host it has no fake for.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // A development tool, not a plugin.
+// A development tool, not a plugin.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[path = "../tests/support/mod.rs"]
 mod support;

@@ -23,7 +23,7 @@ use kcp_plugin::http::{HttpClient, Route};
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::transport::{USER_AGENT, error_text};
+use crate::transport::USER_AGENT;
 
 /// The default Entra scope for ACR, in every cloud.
 pub const ACR_SCOPE: &str = "https://containerregistry.azure.net/.default";
@@ -143,7 +143,7 @@ async fn from_arm_metadata(
     let response = http
         .fetch(Route::Internet, Method::GET, &url, &headers, None, limit)
         .await
-        .map_err(|e| anyhow::anyhow!("{}: {}", context(), error_text(&e)))?;
+        .map_err(|e| anyhow::anyhow!("{}: {}", context(), e.describe()))?;
     if response.status != 200 {
         anyhow::bail!("{}: HTTP {}", context(), response.status);
     }

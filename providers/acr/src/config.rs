@@ -299,7 +299,8 @@ mod tests {
 
     #[test]
     fn malformed_files_name_the_file_and_the_problem() {
-        // acr.md §6.1: `{invalid json` and `random-config` fail with "failed to load config".
+        // docs/providers/acr.md “Test vectors”: `{invalid json` and `random-config` fail with
+        // "failed to load config".
         let e = parse("{invalid json").unwrap_err().to_string();
         assert!(
             e.starts_with("failed to load config: the cloud config file /etc/kubernetes/azure.json is not valid JSON or YAML: key must be a string"),

@@ -14,25 +14,33 @@
 //! transient failures (upstream never retries them); ACR's error codes and correlation IDs reach
 //! the error line; an answer without a refresh token is an error, not an empty password.
 
-use std::cell::Cell;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use kcp_kubelet::Secret;
 use kcp_plugin::deadline::Deadline;
-use kcp_plugin::http::{HttpClient, HttpError, HttpResponse, Route};
-use kcp_plugin::retry::{Retry, RetryPolicy, retry};
+use kcp_plugin::http::{Call, HttpClient, HttpResponse, RetryRules, Route, Statuses};
+use kcp_plugin::retry::RetryPolicy;
 use reqwest::{Method, Url};
 
 use crate::host::{LoginServer, Suffixes};
-use crate::transport::{USER_AGENT, error_text, header_values};
+use crate::transport::USER_AGENT;
 
 /// Longest `Retry-After` we wait for.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(5);
-/// Retries for the registry calls: three attempts, short jittered waits.
-const POLICY: RetryPolicy = RetryPolicy {
-    max_attempts: 3,
-    base_delay: Duration::from_millis(200),
-    max_delay: Duration::from_secs(2),
+/// Retries of both registry calls: three attempts with short jittered waits; 408, 429 and 5xx are
+/// transient and their `Retry-After` is honoured (up to [`MAX_RETRY_AFTER`]); every answer is
+/// handed back, the challenge's 401 included, and a transient status that outlasts the retries
+/// too: the caller judges it. An oversized answer is retried; an untrusted certificate is not.
+const RULES: RetryRules = RetryRules {
+    policy: RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(200),
+        max_delay: Duration::from_secs(2),
+    },
+    transient: Statuses(&[(408, 408), (429, 429), (500, u16::MAX)]),
+    answers: Statuses::ANY,
+    max_retry_after: Some(MAX_RETRY_AFTER),
+    retry_body_errors: true,
 };
 
 /// A parsed `Bearer` challenge.
@@ -67,17 +75,15 @@ pub async fn discover(
         login.host
     );
     // Per call: the shared client's request timeout (15 s), capped by the deadline.
-    let response = with_retries(&what, deadline, || {
-        http.fetch(
-            Route::Internet,
-            Method::GET,
-            &url,
-            &[("user-agent", USER_AGENT)],
-            None,
-            deadline,
-        )
-    })
-    .await?;
+    let call = Call {
+        route: Route::Internet,
+        method: Method::GET,
+        url: &url,
+        headers: &[("user-agent", USER_AGENT)],
+        body: None,
+        what: &what,
+    };
+    let response = send(http, call, deadline).await?;
     if response.status != 401 {
         anyhow::bail!(
             "{what}: expected HTTP 401 with a Bearer challenge, got HTTP {}{}",
@@ -85,7 +91,7 @@ pub async fn discover(
             acr_error_detail(&response)
         );
     }
-    let values = header_values(&response, "www-authenticate");
+    let values = response.header_values("www-authenticate");
     let challenge = parse_bearer(&values).map_err(|e| anyhow::anyhow!("{what}: {e}"))?;
     check_realm(&challenge, login, suffixes)
 }
@@ -135,15 +141,16 @@ pub fn check_realm(
     Ok(ExchangeTarget { url, service })
 }
 
-/// Exchanges an Entra access token for an ACR refresh token. Also returns the answer's `Date`
-/// header: the token's `exp` is written by the registry's clock, not the node's.
+/// Exchanges an Entra access token for an ACR refresh token. Also returns the registry's clock
+/// when it answered (its `Date`, when readable): the token's `exp` is written by that clock, not
+/// the node's.
 pub async fn exchange(
     http: &HttpClient,
     target: &ExchangeTarget,
     entra_token: &Secret,
     tenant: Option<&str>,
     deadline: Deadline,
-) -> anyhow::Result<(Secret, Option<String>)> {
+) -> anyhow::Result<(Secret, Option<SystemTime>)> {
     let mut form = url::form_urlencoded::Serializer::new(String::new());
     form.append_pair("grant_type", "access_token");
     form.append_pair("service", &target.service);
@@ -158,17 +165,15 @@ pub async fn exchange(
         ("content-type", "application/x-www-form-urlencoded"),
     ];
     // The body holds the Entra token; the shared client never logs bodies or headers.
-    let response = with_retries(&what, deadline, || {
-        http.fetch(
-            Route::Internet,
-            Method::POST,
-            &target.url,
-            &headers,
-            Some(body.clone().into_bytes()),
-            deadline,
-        )
-    })
-    .await?;
+    let call = Call {
+        route: Route::Internet,
+        method: Method::POST,
+        url: &target.url,
+        headers: &headers,
+        body: Some(body.as_bytes()),
+        what: &what,
+    };
+    let response = send(http, call, deadline).await?;
     if response.status != 200 {
         let hint = match response.status {
             401 | 403 => {
@@ -197,10 +202,7 @@ pub async fn exchange(
         )
     })?;
     match answer.refresh_token.filter(|t| !t.trim().is_empty()) {
-        Some(token) => Ok((
-            Secret::new(token),
-            response.header("date").map(str::to_owned),
-        )),
+        Some(token) => Ok((Secret::new(token), response.date())),
         None => anyhow::bail!(
             "{what}: the answer has no refresh_token{}",
             correlation(&response)
@@ -208,83 +210,23 @@ pub async fn exchange(
     }
 }
 
-/// Runs `call` until it yields a response that is not worth retrying, honouring `Retry-After`
-/// (up to [`MAX_RETRY_AFTER`]) and the deadline. Transient: 408, 429, 5xx, connection errors,
-/// timeouts and unreadable answers; not an untrusted certificate or a spent deadline.
-///
-/// Not `HttpClient::send_retrying`: the challenge's answer is a 401 we need, ACR's 429s carry a
-/// `Retry-After` worth honouring, and 408 is transient here. The loop itself is the shared one.
-async fn with_retries<F, Fut>(
-    what: &str,
+/// Sends `call` under [`RULES`]; a failure that outlasted them names the call, and after retries
+/// what to check.
+async fn send(
+    http: &HttpClient,
+    call: Call<'_>,
     deadline: Deadline,
-    mut call: F,
-) -> anyhow::Result<HttpResponse>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<HttpResponse, HttpError>>,
-{
-    /// An attempt worth another try: an answer with a transient status, or a failure.
-    enum Again {
-        Answer(HttpResponse),
-        Failed(HttpError),
-    }
-    let attempts = Cell::new(0);
-    let result = retry(
-        POLICY,
-        deadline,
-        |again: &Again| match again {
-            Again::Answer(r) => retry_after(r).map_or(Retry::Transient, Retry::After),
-            // An oversized answer is retried as before the shared client; an untrusted
-            // certificate is not (the shared client's rule: another try cannot help).
-            Again::Failed(e) if e.is_transient() || matches!(e, HttpError::Body { .. }) => {
-                Retry::Transient
-            }
-            Again::Failed(_) => Retry::Permanent,
-        },
-        |attempt, again, wait| {
-            let summary = match again {
-                Again::Answer(r) => format!("HTTP {}", r.status),
-                Again::Failed(e) => error_text(e),
-            };
-            tracing::info!(
-                attempt,
-                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                "{what}: {summary}; retrying"
-            );
-        },
-        |attempt| {
-            attempts.set(attempt);
-            let answer = call();
-            async move {
-                match answer.await {
-                    Ok(r) if r.status == 408 || r.status == 429 || r.status >= 500 => {
-                        Err(Again::Answer(r))
-                    }
-                    Ok(r) => Ok(r),
-                    Err(e) => Err(Again::Failed(e)),
-                }
-            }
-        },
-    )
-    .await;
-    match result {
-        // A transient status that outlasted the retries is still the answer; callers judge it.
-        Ok(response) | Err(Again::Answer(response)) => Ok(response),
-        Err(Again::Failed(e)) if attempts.get() > 1 => Err(anyhow::anyhow!(
-            "{what}: {} (after {} attempts; check that this node reaches the host on port 443, directly or through HTTPS_PROXY)",
-            error_text(&e),
-            attempts.get()
-        )),
-        Err(Again::Failed(e)) => Err(anyhow::anyhow!("{what}: {}", error_text(&e))),
-    }
-}
-
-/// `Retry-After` in seconds, capped.
-fn retry_after(response: &HttpResponse) -> Option<Duration> {
-    response
-        .header("retry-after")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER))
+) -> anyhow::Result<HttpResponse> {
+    let what = call.what;
+    http.send_retrying_with(call, deadline, &RULES)
+        .await
+        .map_err(|e| match e.attempts {
+            0 | 1 => anyhow::anyhow!("{what}: {}", e.error.describe()),
+            attempts => anyhow::anyhow!(
+                "{what}: {} (after {attempts} attempts; check that this node reaches the host on port 443, directly or through HTTPS_PROXY)",
+                e.error.describe()
+            ),
+        })
 }
 
 /// `: CODE: message; correlation id X` from an ACR error answer, for the error line.
@@ -333,7 +275,7 @@ fn correlation(response: &HttpResponse) -> String {
 
 /// Finds the `Bearer` challenge among every `WWW-Authenticate` value (RFC 7235: a value may hold
 /// several challenges, parameters may be tokens or quoted strings with escapes).
-pub fn parse_bearer(values: &[String]) -> Result<Challenge, String> {
+pub fn parse_bearer(values: &[&str]) -> Result<Challenge, String> {
     if values.is_empty() {
         return Err("the 401 answer has no WWW-Authenticate header".into());
     }
@@ -464,7 +406,7 @@ mod tests {
     use super::*;
 
     fn bearer(values: &[&str]) -> Result<Challenge, String> {
-        parse_bearer(&values.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>())
+        parse_bearer(values)
     }
 
     #[test]
@@ -515,7 +457,8 @@ mod tests {
         );
     }
 
-    /// acr.md §6.3 `parseAssignments` vectors (as parameter lists) and inputs that crash naive parsers.
+    /// docs/providers/acr.md “Test vectors”: `parseAssignments` (as parameter lists), and inputs
+    /// that crash naive parsers.
     #[test]
     fn never_panics_on_junk() {
         for junk in [

@@ -320,7 +320,8 @@ mod tests {
             .unwrap_or_default()
     }
 
-    /// acr.md §5.1 `TestParseACRLoginServerFromImage`, with the custom suffix `azurecr.my.cloud`.
+    /// docs/providers/acr.md “Test vectors”: `TestParseACRLoginServerFromImage`, with the custom
+    /// suffix `azurecr.my.cloud`.
     #[test]
     fn upstream_login_server_vectors() {
         let custom = ["azurecr.my.cloud"];
@@ -404,7 +405,7 @@ mod tests {
         );
     }
 
-    /// acr.md §5.1 `TestProcessMirrorMapping`.
+    /// docs/providers/acr.md “Test vectors”: `TestProcessMirrorMapping`.
     #[test]
     fn upstream_mirror_parsing_vectors() {
         let m = |s: &str, d: &str| Mirror {
@@ -433,7 +434,8 @@ mod tests {
         assert_eq!(warnings.len(), 3, "{warnings:?}");
     }
 
-    /// acr.md §5.1 `TestProcessImageWithMirrorMapping`, plus exact-host matching.
+    /// docs/providers/acr.md “Test vectors”: `TestProcessImageWithMirrorMapping`, plus exact-host
+    /// matching.
     #[test]
     fn mirrors_map_exact_hosts_only() {
         let mirrors = parse_mirrors(&["mcr.microsoft.com:abc.azurecr.io".into()]).0;

@@ -45,7 +45,7 @@ use kcp_plugin::http::{HttpClient, HttpError};
 
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
-use crate::transport::{AzureTransport, error_text};
+use crate::transport::AzureTransport;
 
 /// SA annotation naming the Entra application (client) ID to federate as.
 pub const CLIENT_ID_ANNOTATION: &str = "kubernetes.azure.com/acr-client-id";
@@ -329,7 +329,7 @@ fn one_line(e: &azure_core::Error) -> String {
     // Its retry policy replaces a failed request's reason with "retry policy expired ..." or
     // "non-transport error ..."; the transport's own error, deeper in the chain, says what failed.
     match transport_cause(e) {
-        Some(cause) => format!("{line}; {}", error_text(cause)),
+        Some(cause) => format!("{line}; {}", cause.describe()),
         None => line,
     }
 }
@@ -578,7 +578,7 @@ mod tests {
         assert_eq!(one_line(&refused), "AADSTS7000215: bad secret");
     }
 
-    /// acr.md §6.1 `TestNewAcrProvider_CredentialSelection`, SA rows.
+    /// docs/providers/acr.md “Test vectors”: `TestNewAcrProvider_CredentialSelection`, SA rows.
     #[test]
     fn service_account_annotations() {
         let token = Secret::new("sa-token");

@@ -136,7 +136,7 @@ impl AcrProvider {
                     identity::entra_token(&identity, &cloud, scope, &http, budget, deadline),
                     exchange::discover(&http, &target.login, &suffixes, deadline),
                 )?;
-                let (refresh, server_date) = exchange::exchange(
+                let (refresh, registry_now) = exchange::exchange(
                     &http,
                     &exchange_target,
                     &entra,
@@ -144,15 +144,11 @@ impl AcrProvider {
                     deadline,
                 )
                 .await?;
-                anyhow::Ok(RegistryToken {
-                    username: NULL_GUID.to_owned(),
-                    expires_at: node_clock_expiry(&refresh, server_date.as_deref()),
-                    password: refresh,
-                })
+                anyhow::Ok(refresh_token(refresh, registry_now))
             },
         )
         .await?;
-        let cache_duration = cache_duration(token.expires_at, SystemTime::now());
+        let cache_duration = cache_duration(token.expires_at, token.obtained_at);
         tracing::info!(login_server = %target.login.host, %cache_duration, ?source, "ACR refresh token ready");
         Ok(answer(&target.auth_keys, &token.password, cache_duration))
     }
@@ -192,16 +188,12 @@ fn cache_key(
     }
 }
 
-/// When the refresh token expires, on the node's clock: its `exp` claim is written by the
-/// registry's clock, so its remaining life is counted from the later of the node's clock and
-/// the registry's `Date` ([`kcp_kubelet::cache_hint::expiry_clock`]), which can only shorten it.
-/// `None` when it carries no readable `exp`.
-pub fn node_clock_expiry(refresh: &Secret, server_date: Option<&str>) -> Option<SystemTime> {
-    let exp = kcp_plugin::jwt::expiry(refresh.expose())?;
-    let node_now = SystemTime::now();
-    let clock = kcp_kubelet::cache_hint::expiry_clock(node_now, server_date);
-    let left = exp.duration_since(clock).unwrap_or_default();
-    Some(node_now + left)
+/// The refresh token as the registry handed it out just now: the null GUID, and its `exp` claim
+/// (unknown when unreadable), written by the registry's clock, which read `registry_now` (the
+/// answer's `Date`). [`RegistryToken::with_issuer_clock`] counts its life from the later clock.
+pub fn refresh_token(refresh: Secret, registry_now: Option<SystemTime>) -> RegistryToken {
+    let exp = kcp_plugin::jwt::expiry(refresh.expose());
+    RegistryToken::obtained_now(NULL_GUID, refresh, exp).with_issuer_clock(registry_now)
 }
 
 /// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
@@ -279,6 +271,10 @@ mod tests {
     #[test]
     fn a_registry_clock_ahead_of_the_node_shortens_the_life() {
         let secs = |t: SystemTime| t.duration_since(SystemTime::UNIX_EPOCH).unwrap().as_secs();
+        let date = kcp_plugin::time::parse_http_date;
+        let node_clock_expiry = |refresh: &Secret, server_date: Option<&str>| {
+            refresh_token(refresh.clone(), server_date.and_then(date)).expires_at
+        };
         let exp = secs(SystemTime::now()) + 3 * 3600;
         // A registry clock behind the node's changes nothing: the node's clock counts.
         let behind = node_clock_expiry(&jwt(exp), Some("Sun, 06 Nov 1994 08:49:37 GMT")).unwrap();
@@ -288,9 +284,18 @@ mod tests {
         let ahead = node_clock_expiry(&jwt(exp), Some("Fri, 01 Jan 2100 00:00:00 GMT")).unwrap();
         assert!(secs(ahead) <= secs(SystemTime::now()));
         assert_eq!(node_clock_expiry(&Secret::new("opaque"), None), None);
+        // The token is the null GUID's, obtained now, and counts its answer from then.
+        let token = refresh_token(jwt(exp), None);
+        assert_eq!(token.username, NULL_GUID);
+        let left = i64::try_from(exp - secs(token.obtained_at)).unwrap();
+        assert_eq!(
+            cache_duration(token.expires_at, token.obtained_at),
+            GoDuration::from_secs(left - 300)
+        );
     }
 
-    /// acr.md §6.5: upstream's SP answer has 5 entries for `foo.azurecr.io` on public cloud.
+    /// docs/providers/acr.md “Test vectors”: upstream's SP answer has 5 entries for
+    /// `foo.azurecr.io` on public cloud.
     #[test]
     fn passthrough_matches_upstream() {
         let c = passthrough("foo", &Secret::new("bar"), "azurecr.io");

@@ -5,14 +5,14 @@
 //! One client means one trust store load per exec (`kcp_plugin::tls`, `SSL_CERT_FILE`), one proxy
 //! policy (link-local metadata addresses never proxied), one body cap and every call's timeout
 //! capped by the run's deadline. This module only adds what is ACR's own: the registry's
-//! User-Agent, multi-valued header lookup and error wording.
+//! User-Agent and the adapter.
 
 use async_trait::async_trait;
 use azure_core::http::headers::{HeaderName, HeaderValue, Headers};
 use azure_core::http::{AsyncRawResponse, Body, Request, StatusCode};
 use azure_core::{Bytes, error::ErrorKind};
 use kcp_plugin::deadline::Deadline;
-use kcp_plugin::http::{HttpClient, HttpError, HttpResponse, Route};
+use kcp_plugin::http::{HttpClient, HttpError, Route};
 use reqwest::Method;
 
 /// User-Agent of the registry and ARM calls, as upstream sends it (plus our version).
@@ -22,28 +22,6 @@ pub const USER_AGENT: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     ")"
 );
-
-/// Every value of a header, in order (values that are not text were already dropped).
-pub fn header_values(response: &HttpResponse, name: &str) -> Vec<String> {
-    response
-        .headers
-        .iter()
-        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.clone())
-        .collect()
-}
-
-/// A failed call for an error line: the shared client's message, and "timed out" when it was a
-/// timeout whose reason does not already say so (the operator needs to tell a hang from a refusal).
-pub fn error_text(error: &HttpError) -> String {
-    let text = error.to_string();
-    match error {
-        HttpError::Transport { timeout: true, .. } if !text.contains("timed out") => {
-            format!("{text} (timed out)")
-        }
-        _ => text,
-    }
-}
 
 /// azure_core's HTTP transport over the shared client, bounded by the run's deadline.
 ///
@@ -137,23 +115,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timeouts_say_so_once() {
-        let timeout = |reason: &str| HttpError::Transport {
-            host: "h".into(),
-            reason: reason.into(),
-            timeout: true,
-        };
-        assert_eq!(
-            error_text(&timeout("connection closed")),
-            "request to h failed: connection closed (timed out)"
-        );
-        assert_eq!(
-            error_text(&timeout("operation timed out")),
-            "request to h failed: operation timed out"
-        );
-    }
-
-    #[test]
     fn only_transport_failures_are_retryable_for_azure_core() {
         let io = azure_error(HttpError::Transport {
             host: "h".into(),
@@ -171,24 +132,6 @@ mod tests {
             azure_error(HttpError::DeadlinePassed("h".into())).kind(),
             &ErrorKind::Other
         );
-    }
-
-    #[test]
-    fn header_values_keeps_every_value_in_order() {
-        let response = HttpResponse {
-            status: 401,
-            body: Vec::new(),
-            headers: vec![
-                ("www-authenticate".into(), "Basic realm=\"x\"".into()),
-                ("x-other".into(), "y".into()),
-                ("WWW-Authenticate".into(), "Bearer realm=\"r\"".into()),
-            ],
-        };
-        assert_eq!(
-            header_values(&response, "www-authenticate"),
-            vec!["Basic realm=\"x\"", "Bearer realm=\"r\""]
-        );
-        assert!(header_values(&response, "retry-after").is_empty());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The example kubelet configs under testdata/configs/ are valid for the kubelet, match ACR login
 //! servers (and the mirror they map), and forward the annotations service-account mode reads.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use kcp_kubelet::matching::match_image;
 use kcp_testkit::configs::{annotation_keys, example_config};

@@ -3,7 +3,8 @@
 //! elsewhere, the challenge and Entra endpoints failing, bad command lines and config files. Each
 //! failure is one stderr line, an empty stdout and a non-zero exit, inside the deadline, with no
 //! secret in it.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! Every identity source end to end, run as the kubelet runs the plugin, against local fakes of
 //! Entra ID, the managed-identity endpoint and the registry: exact answers, exact requests.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

@@ -1,7 +1,8 @@
 //! acr-credential-provider with the on-disk token cache: 64 concurrent execs make one managed
 //! identity call and one exchange, a later exec makes none and answers from the cached refresh
 //! token's expiry, pods of one service account share an entry that never holds their token.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 
@@ -11,6 +12,7 @@ use kcp_kubelet::ApiVersion;
 use kcp_kubelet::duration::GoDuration;
 use kcp_testkit::Plugin;
 use kcp_testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_testkit::fake::FakeResponse;
 use support::*;
 
 const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id"}"#;
@@ -153,4 +155,51 @@ fn passthrough_answers_touch_no_cache() {
     let p = cached(&world, world.plugin(SP_CONFIG)).args(["--service-principal-passthrough"]);
     p.request(ApiVersion::V1, IMAGE).accepted();
     assert!(!world.dir.path().join("cache").exists());
+}
+
+/// A registry clock `skew` seconds off the node's issues a refresh token of three hours by its
+/// clock. The exec that fetches it and the exec answered from the entry both say what the later
+/// clock leaves (minus the 5-minute margin), and the entry holds that life on the node's clock.
+fn skewed_registry_is_cached_with_the_life_it_leaves(skew: i64, life_left: i64) {
+    let world = World::new();
+    let registry_now = u64::try_from(i64::try_from(now()).unwrap() + skew).unwrap();
+    let refresh = jwt(registry_now + 3 * 3600, "myreg.azurecr.io");
+    world.exchange_script.push(
+        FakeResponse::json(format!(r#"{{"refresh_token":"{refresh}"}}"#))
+            .header("date", &kcp_testkit::http_date(registry_now)),
+    );
+    let p = cached(&world, world.plugin(SP_CONFIG));
+    let want = life_left - 300;
+    let first = p.request(ApiVersion::V1, IMAGE).accepted();
+    assert_eq!(first.auth["myreg.azurecr.io"].1, refresh);
+    assert!(
+        (want - 2..=want).contains(&secs(first.cache_duration)),
+        "fetched: {:?}, want {want}s",
+        first.cache_duration
+    );
+    let entry = &cache_entries(&world.dir.path().join("cache"), 1)[0];
+    let stored =
+        entry.json["expiresAt"].as_i64().unwrap() - entry.json["fetchedAt"].as_i64().unwrap();
+    assert!((life_left - 1..=life_left).contains(&stored), "{stored}");
+
+    let second = p.request(ApiVersion::V1, IMAGE).accepted();
+    assert_eq!(upstream_calls(&world).2, 1, "answered from the entry");
+    assert_eq!(second.auth["myreg.azurecr.io"].1, refresh);
+    assert!(
+        (want - 2..=want).contains(&secs(second.cache_duration)),
+        "cached: {:?}, want {want}s",
+        second.cache_duration
+    );
+}
+
+#[test]
+fn a_registry_clock_ahead_is_cached_with_the_life_it_counts() {
+    // By the node's clock five hours would be left; the registry's says three.
+    skewed_registry_is_cached_with_the_life_it_leaves(2 * 3600, 3 * 3600);
+}
+
+#[test]
+fn a_registry_clock_behind_is_cached_with_the_life_the_node_counts() {
+    // By the registry's clock three hours would be left; the node's says one.
+    skewed_registry_is_cached_with_the_life_it_leaves(-2 * 3600, 3600);
 }

@@ -171,7 +171,7 @@ mod tests {
 
     #[test]
     fn upstream_registry_pattern_vectors() {
-        // ecr.md §8 TestRegistryPatternMatch.
+        // docs/providers/ecr.md “Test vectors”: TestRegistryPatternMatch.
         let cases = [
             ("123456789012.dkr.ecr.lala-land-1.amazonaws.com", true),
             ("123456789012.dkr.ecr-fips.lala-land-1.amazonaws.com", true),
@@ -219,7 +219,7 @@ mod tests {
 
     #[test]
     fn upstream_region_vectors() {
-        // ecr.md §8 Test_parseRegionFromECRPrivateHost.
+        // docs/providers/ecr.md “Test vectors”: Test_parseRegionFromECRPrivateHost.
         for (rest, region) in [
             ("dkr.ecr.us-west-2.amazonaws.com", "us-west-2"),
             ("dkr.ecr.cn-north-1.amazonaws.com.cn", "cn-north-1"),
@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn peer_helper_vectors_and_lookalikes() {
-        // amazon-ecr-credential-helper ExtractRegistry vectors (ecr.md §8), plus our own look-alikes.
+        // amazon-ecr-credential-helper ExtractRegistry vectors (docs/providers/ecr.md “Test vectors”), plus our own look-alikes.
         let p = private("123456789012.dkr-ecr-fips.us-west-2.on.aws");
         assert!(p.fips && p.dual_stack());
         let p = private("123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com");

@@ -139,7 +139,7 @@ impl EcrProvider {
         .await?;
         let cache_duration = self
             .cache_policy
-            .cache_duration(token.expires_at, SystemTime::now());
+            .cache_duration(token.expires_at, token.obtained_at);
         tracing::info!(registry, %cache_duration, ?source, "ECR token ready");
         Ok(Credentials::single(
             CacheKeyType::Registry,
@@ -248,11 +248,7 @@ impl EcrProvider {
             .expires_at
             .map(|t| session_expiry.map_or(t, |s| t.min(s)));
         tracing::info!(registry, "ECR token obtained");
-        Ok(RegistryToken {
-            username,
-            password,
-            expires_at,
-        })
+        Ok(RegistryToken::obtained_now(username, password, expires_at))
     }
 
     /// The role to assume in service-account mode: the first annotation present, else

@@ -1,6 +1,7 @@
 //! The shared bad-input table (`kcp_testkit::bad_input`), and what only this binary
 //! reads: its own flags and variables, and the AWS shared config.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

@@ -1,7 +1,8 @@
 //! ecr-credential-provider against scripted fakes: the exact requests sent (SigV4 scope, targets,
 //! STS form fields), ECR Public, instance metadata (IMDSv2), cacheDuration arithmetic, host
 //! policy, faults with retries and the deadline, and no secret on stderr.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

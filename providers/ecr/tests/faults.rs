@@ -2,7 +2,8 @@
 //! the token endpoint: throttling is ECR's own `ThrottlingException` (HTTP 400), a token's
 //! expiry is the absolute `expiresAt` of the answer, and the fake's `Date` header follows its
 //! clock.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

@@ -1,6 +1,7 @@
 //! What ecr-credential-provider prints when the AWS credential chain fails: one line, never the
 //! raw response of a failed provider (aws-config's own warnings dump headers and bodies).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

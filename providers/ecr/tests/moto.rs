@@ -1,7 +1,8 @@
 //! ecr-credential-provider against moto, the AWS emulator: private ECR with static credentials,
 //! web identity (IRSA) through STS, and service-account-token mode with the role from the
 //! pod's annotation. moto's tokens expire in 2015, which exercises the expired path (`0s`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

@@ -2,7 +2,8 @@
 //! concurrent execs makes one ECR call, a later exec (a restarted kubelet) makes none and answers
 //! from the cached expiry, service accounts get their own entries without their token on disk,
 //! and a broken cache never fails a pull.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod support;
 

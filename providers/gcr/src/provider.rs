@@ -270,37 +270,36 @@ impl GcrProvider {
         Ok(self.token_credentials(request, &token, subject_expiry))
     }
 
-    /// `fetch` through the token cache when it is on. A fresh token keeps the moment it arrived,
-    /// so its `cacheDuration` reads exactly as without the cache.
+    /// `fetch` through the token cache when it is on. The token carries when it was obtained (a
+    /// fresh one the moment its answer arrived), so its `cacheDuration` reads exactly as without
+    /// the cache.
     async fn cached(
         &self,
         key: Option<CacheKey>,
         deadline: Deadline,
         fetch: impl AsyncFnOnce() -> anyhow::Result<AccessToken>,
     ) -> anyhow::Result<AccessToken> {
-        let mut fresh = None;
         let (token, source) = token_cache::get_or_fetch(
             self.token_cache.as_ref(),
             key.as_ref(),
             deadline,
             async || {
                 let token = fetch().await?;
-                let stored = RegistryToken {
+                anyhow::Ok(RegistryToken {
                     username: self.username.clone(),
-                    password: token.token.clone(),
+                    password: token.token,
                     expires_at: token.expires_at,
-                };
-                fresh = Some(token);
-                anyhow::Ok(stored)
+                    obtained_at: token.received_at,
+                })
             },
         )
         .await?;
         tracing::debug!(?source, "access token ready");
-        Ok(fresh.unwrap_or_else(|| AccessToken {
+        Ok(AccessToken {
             token: token.password,
             expires_at: token.expires_at,
-            received_at: SystemTime::now(),
-        }))
+            received_at: token.obtained_at,
+        })
     }
 
     /// The response for an access token: every Google registry glob plus the image's registry.

@@ -1,12 +1,12 @@
-//! Access tokens and the few formats they arrive in: OAuth 2.0 token answers (metadata server,
-//! key-file `token_uri`, STS), RFC 3339 expiry times (IAM Credentials) and the unverified `exp`
-//! claim of a Kubernetes service-account JWT.
+//! Access tokens and the OAuth 2.0 token answers they arrive in (metadata server, key-file
+//! `token_uri`, STS). IAM Credentials' RFC 3339 expiry times are read by
+//! `kcp_plugin::time::parse_rfc3339`, JWT claims by `kcp_plugin::jwt`.
 //!
 //! Every parser here works on a `serde_json::Value` and writes its own error messages, naming
 //! fields but never their values: serde's type errors quote the offending value, and in a token
 //! answer that value may be the token itself (upstream logs the whole body of a malformed answer).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, anyhow, bail};
 use kcp_kubelet::Secret;
@@ -49,13 +49,20 @@ pub fn parse_oauth_token(body: &[u8], now: SystemTime, what: &str) -> anyhow::Re
             field_names(&object)
         ),
     };
-    let expires_in = match object.get("expires_in") {
+    let expires_at = match object.get("expires_in") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(seconds(v).with_context(|| format!("{what}: bad expires_in"))?),
+        Some(v) => Some(
+            seconds(v)
+                .and_then(|s| {
+                    now.checked_add(Duration::from_secs(s))
+                        .ok_or_else(|| anyhow!("too far in the future to be a time"))
+                })
+                .with_context(|| format!("{what}: bad expires_in"))?,
+        ),
     };
     Ok(AccessToken {
         token,
-        expires_at: expires_in.map(|s| now + Duration::from_secs(s)),
+        expires_at,
         received_at: now,
     })
 }
@@ -87,76 +94,12 @@ fn seconds(value: &Value) -> anyhow::Result<u64> {
     }
 }
 
-/// Parses an RFC 3339 timestamp such as `2026-01-02T03:04:05Z` or
-/// `2026-01-02T03:04:05.123456789+01:00` (what IAM Credentials returns as `expireTime`).
-pub fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    let b = text.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
-        return None;
-    }
-    if b[13] != b':' || b[16] != b':' {
-        return None;
-    }
-    let num = |range: std::ops::Range<usize>| -> Option<i64> {
-        let s = text.get(range)?;
-        s.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| s.parse().ok())?
-    };
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut rest = &text[19..];
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return None;
-        }
-        rest = &fraction[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        _ => {
-            let ob = rest.as_bytes();
-            if ob.len() != 6 || !matches!(ob[0], b'+' | b'-') || ob[3] != b':' {
-                return None;
-            }
-            let h: i64 = rest.get(1..3)?.parse().ok()?;
-            let m: i64 = rest.get(4..6)?.parse().ok()?;
-            let sign = if ob[0] == b'-' { -1 } else { 1 };
-            sign * (h * 3600 + m * 60)
-        }
-    };
-    let secs =
-        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    let secs = u64::try_from(secs).ok()?;
-    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn at(secs: u64) -> SystemTime {
-        UNIX_EPOCH + Duration::from_secs(secs)
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
     }
 
     #[test]
@@ -198,34 +141,15 @@ mod tests {
     }
 
     #[test]
-    fn parses_rfc3339() {
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(at(0)));
-        assert_eq!(
-            parse_rfc3339("2026-01-02T03:04:05Z"),
-            Some(at(1_767_323_045))
-        );
-        assert_eq!(
-            parse_rfc3339("2026-01-02T03:04:05.999999999Z"),
-            Some(at(1_767_323_045))
-        );
-        assert_eq!(
-            parse_rfc3339("2026-01-02T04:04:05+01:00"),
-            Some(at(1_767_323_045))
-        );
-        assert_eq!(
-            parse_rfc3339("2024-02-29T00:00:00Z"),
-            Some(at(1_709_164_800))
-        );
-        for bad in [
-            "",
-            "2026-01-02",
-            "2026-13-02T03:04:05Z",
-            "2026-01-02T03:04:05",
-            "2026-01-02T03:04:05.Z",
-            "2026-01-02T03:04:05+0100",
-            "20x6-01-02T03:04:05Z",
+    fn an_expires_in_past_any_date_is_an_error_not_a_panic() {
+        let now = at(1_800_000_000);
+        for body in [
+            &br#"{"access_token":"ya29.secret","expires_in":18446744073709551615}"#[..],
+            br#"{"access_token":"ya29.secret","expires_in":1e300}"#,
         ] {
-            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+            let e = format!("{:#}", parse_oauth_token(body, now, "answer").unwrap_err());
+            assert!(e.contains("answer: bad expires_in"), "{e}");
+            assert!(!e.contains("ya29.secret"), "{e}");
         }
     }
 }

@@ -190,7 +190,7 @@ impl Wif {
             ),
         };
         let expires_at = match object.get("expireTime") {
-            Some(Value::String(t)) => Some(token::parse_rfc3339(t).ok_or_else(|| {
+            Some(Value::String(t)) => Some(kcp_plugin::time::parse_rfc3339(t).ok_or_else(|| {
                 anyhow!(
                     "the generateAccessToken answer has an expireTime that is not an RFC 3339 time"
                 )

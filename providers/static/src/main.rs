@@ -1,6 +1,6 @@
 //! `static-credential-provider`: answers the kubelet with a fixed username and password read from
 //! files, for registries with long-lived robot accounts (Harbor, Nexus, Artifactory, a lab
-//! registry). It is also the smallest example of a provider built on `kcp-common`.
+//! registry). It is also the smallest example of a provider built on `kcp-plugin`.
 //!
 //! The password is read from a file at every exec (so rotating it needs no kubelet restart) and is
 //! only ever sent for registries named by `--registry` globs: a request for any other registry is

@@ -1,6 +1,7 @@
 //! `static-credential-provider` run as the kubelet runs it, and the shared bad-input table that
 //! every binary must refuse cleanly (`kcp_testkit::bad_input`).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use kcp_kubelet::ApiVersion;
 use kcp_testkit::{Plugin, TempDir, bad_input};

@@ -3,7 +3,8 @@
 //! endpoint flags and the proxy variables. Every answer is checked byte for byte and judged by the
 //! test kit as the kubelet would, in each API version.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 mod bad_input;
 mod cli;

@@ -161,7 +161,7 @@ pub fn verify_jwt(jwt: &str) -> (Value, Value) {
 /// Seconds since the epoch.
 pub use kcp_testkit::unix_now as now_secs;
 
-/// The kubelet's `URLsMatch(glob, image)` (kubelet-contract.md §5/§6): the same number of host
+/// The kubelet's `URLsMatch(glob, image)` (docs/kubelet-contract.md, “Matching”): the same number of host
 /// labels, each matched as a glob (`*` within one label), equal ports, and the key's path a
 /// prefix of the image's. Written here from the kubelet's rules so that the test does not lean on
 /// the code under test.

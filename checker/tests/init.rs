@@ -1,0 +1,1061 @@
+//! `credential-provider-check init`: its exact output for each provider, that every provider x
+//! platform x mode it can print passes the kubelet's rules, that the examples in `testdata/configs`
+//! are exactly what it prints (so they cannot drift from the defaults), its drop-ins, and its
+//! contract: the config alone on stdout, one line on stderr for every error, exit 2 for bad
+//! options and 1 for a config the kubelet would refuse.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use common::{Run, check, configs_dir};
+use kcp_kubelet::config::{self, Provider};
+use kcp_kubelet::validate;
+use kcp_testkit::TempDir;
+
+/// Runs `credential-provider-check init ARGS`.
+fn init(args: &[&str]) -> Run {
+    check(std::iter::once("init").chain(args.iter().copied()))
+}
+
+/// Runs init and insists on success: exit 0, the config on stdout, nothing on stderr.
+fn init_ok(args: &[&str]) -> String {
+    let run = init(args);
+    assert_eq!(run.code, 0, "init {args:?}: {}", run.stderr);
+    assert_eq!(run.stderr, "", "init {args:?}");
+    assert!(run.stdout.ends_with('\n'), "init {args:?}");
+    run.stdout
+}
+
+/// Loads config text as the kubelet would (through a file named `name`), providers only.
+fn load_text(dir: &TempDir, name: &str, text: &str) -> Vec<Provider> {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    load(&path)
+}
+
+/// `config::load`, with each provider's source cleared so two files can be compared.
+fn load(path: &Path) -> Vec<Provider> {
+    let config = config::load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    config
+        .providers
+        .into_iter()
+        .map(|p| Provider {
+            source: Default::default(),
+            ..p
+        })
+        .collect()
+}
+
+/// Loads and validates: no error, no registration error, no warning.
+fn assert_clean(path: &Path, what: &str) -> config::Config {
+    let config = config::load(path).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let v = validate::validate(&config, None);
+    assert!(v.ok(), "{what}: {:?}", v.kubelet_message());
+    assert!(v.warnings.is_empty(), "{what}: {:?}", v.warnings);
+    config
+}
+
+const GKE_IDENTITY: &[&str] = &[
+    "--gcr-identity-provider",
+    "https://container.googleapis.com/v1/projects/my-project/locations/us-central1/clusters/my-cluster",
+    "--gcr-project-id",
+    "my-project",
+];
+const WIF: &[&str] = &[
+    "--gcr-wif-audience",
+    "//iam.googleapis.com/projects/123456789012/locations/global/workloadIdentityPools/my-pool/providers/my-cluster",
+];
+const STATIC: &[&str] = &[
+    "--static-registry",
+    "registry.example.com",
+    "--static-username",
+    "robot-puller",
+    "--static-password-file",
+    "/etc/kubernetes/registry.example.com.password",
+];
+const STRICT: &[&str] = &["--arg", "ecr=--strict-hosts", "--arg", "gcr=--strict-hosts"];
+
+/// Every example in `testdata/configs` and the `init` command that prints it.
+fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
+    let cat = |parts: &[&[&'static str]]| parts.concat();
+    vec![
+        ("ecr.yaml", cat(&[&["--provider", "ecr"]])),
+        (
+            "ecr-service-account.yaml",
+            cat(&[&["--provider", "ecr", "--service-account"]]),
+        ),
+        (
+            "eks-al2023.json",
+            cat(&[&["--provider", "ecr", "--platform", "eks", "--format", "json"]]),
+        ),
+        (
+            "eks-al2023-service-account.yaml",
+            cat(&[&[
+                "--provider",
+                "ecr",
+                "--platform",
+                "eks",
+                "--service-account",
+            ]]),
+        ),
+        (
+            "acr.yaml",
+            cat(&[&[
+                "--provider",
+                "acr",
+                "--acr-registry-mirror",
+                "mcr.microsoft.com:myregistry.azurecr.io",
+            ]]),
+        ),
+        (
+            "acr-service-account.yaml",
+            cat(&[&["--provider", "acr", "--service-account"]]),
+        ),
+        (
+            "aks.yaml",
+            cat(&[&["--provider", "acr", "--platform", "aks"]]),
+        ),
+        (
+            "aks-workload-identity.yaml",
+            cat(&[&[
+                "--provider",
+                "acr",
+                "--platform",
+                "aks",
+                "--service-account",
+            ]]),
+        ),
+        ("gcr.yaml", cat(&[&["--provider", "gcr"]])),
+        (
+            "gcr-workload-identity.yaml",
+            cat(&[&["--provider", "gcr", "--service-account"], GKE_IDENTITY]),
+        ),
+        (
+            "gke.yaml",
+            cat(&[&["--provider", "gcr", "--platform", "gke"]]),
+        ),
+        (
+            "gke-workload-identity.yaml",
+            cat(&[
+                &[
+                    "--provider",
+                    "gcr",
+                    "--platform",
+                    "gke",
+                    "--service-account",
+                ],
+                GKE_IDENTITY,
+            ]),
+        ),
+        (
+            "kubeadm.yaml",
+            cat(&[&["--provider", "ecr,acr,gcr,static"], STRICT, STATIC]),
+        ),
+        (
+            "kubeadm-service-account.yaml",
+            cat(&[
+                &["--provider", "ecr,acr,gcr,static", "--service-account"],
+                STRICT,
+                WIF,
+                STATIC,
+            ]),
+        ),
+    ]
+}
+
+/// The `init` command a YAML example names in its top comment ("The same config ...: init ARGS",
+/// continued with `\`), as arguments.
+fn command_in_comment(text: &str) -> Vec<String> {
+    const LEAD: &str =
+        "# The same config (up to comments and layout): credential-provider-check init ";
+    let mut lines = text.lines().skip_while(|l| !l.starts_with(LEAD));
+    let mut command = lines
+        .next()
+        .unwrap_or_else(|| panic!("no line starting {LEAD:?}"))[LEAD.len()..]
+        .to_owned();
+    while let Some(rest) = command.strip_suffix(" \\") {
+        command = format!(
+            "{rest} {}",
+            lines.next().unwrap().trim_start_matches('#').trim()
+        );
+    }
+    command.split_whitespace().map(str::to_owned).collect()
+}
+
+#[test]
+fn every_example_config_is_in_the_table() {
+    let listed: BTreeSet<&str> = examples().iter().map(|(f, _)| *f).collect();
+    let on_disk: BTreeSet<String> = std::fs::read_dir(configs_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file())
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        on_disk,
+        listed.iter().map(|s| (*s).to_owned()).collect(),
+        "testdata/configs and examples() in {} differ: every example must be an init output",
+        file!()
+    );
+}
+
+/// The examples are init's output, read as the kubelet reads them: the same providers, fields
+/// and order. Only comments and layout may differ, and each YAML example names its command.
+#[test]
+fn every_example_config_is_what_init_prints() {
+    let dir = TempDir::new("init-examples");
+    for (file, args) in examples() {
+        let path = configs_dir().join(file);
+        let generated = init_ok(&args);
+        let ext = Path::new(file).extension().unwrap().to_str().unwrap();
+        let ours = load_text(&dir, &format!("generated.{ext}"), &generated);
+        assert_eq!(
+            load(&path),
+            ours,
+            "{file} differs from init {}",
+            args.join(" ")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        if ext == "yaml" {
+            assert_eq!(
+                command_in_comment(&text),
+                args,
+                "{file}: the command in its comment"
+            );
+        }
+    }
+}
+
+/// nodeadm's own file, byte for byte.
+#[test]
+fn eks_json_is_exactly_nodeadms_file() {
+    let want = std::fs::read_to_string(configs_dir().join("eks-al2023.json")).unwrap();
+    assert_eq!(
+        init_ok(&["--provider", "ecr", "--platform", "eks", "--format", "json"]),
+        want
+    );
+}
+
+#[test]
+fn exact_yaml_for_ecr() {
+    assert_eq!(
+        init_ok(&["--provider", "ecr"]),
+        r#"# Kubelet flags:
+#   --image-credential-provider-config=/etc/kubernetes/credential-provider-config.yaml
+#   --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec
+apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: ecr-credential-provider
+    matchImages:
+      - "*.dkr.ecr.*.amazonaws.com"
+      - "*.dkr-ecr.*.on.aws"
+      - "*.dkr.ecr.*.amazonaws.com.cn"
+      - "*.dkr-ecr.*.on.amazonwebservices.com.cn"
+      - "*.dkr.ecr-fips.*.amazonaws.com"
+      - "*.dkr-ecr-fips.*.on.aws"
+      - "*.dkr.ecr.*.c2s.ic.gov"
+      - "*.dkr.ecr.*.sc2s.sgov.gov"
+      - "*.dkr.ecr.*.cloud.adc-e.uk"
+      - "*.dkr.ecr.*.csp.hci.ic.gov"
+      - "*.dkr.ecr.*.amazonaws.eu"
+      - "public.ecr.aws"
+      - "ecr-public.aws.com"
+    defaultCacheDuration: "12h"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "get-credentials"
+"#
+    );
+}
+
+#[test]
+fn exact_yaml_for_acr_on_aks_with_service_accounts() {
+    assert_eq!(
+        init_ok(&[
+            "--provider",
+            "acr",
+            "--platform",
+            "aks",
+            "--service-account"
+        ]),
+        r#"# Kubelet flags:
+#   --image-credential-provider-config=/var/lib/kubelet/credential-provider-config.yaml
+#   --image-credential-provider-bin-dir=/var/lib/kubelet/credential-provider
+# Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience.
+apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: acr-credential-provider
+    matchImages:
+      - "*.azurecr.io"
+      - "*.azurecr.cn"
+      - "*.azurecr.de"
+      - "*.azurecr.us"
+      - "*.*.*.azurecr.io"
+    defaultCacheDuration: "10m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "/etc/kubernetes/azure.json"
+    tokenAttributes:
+      serviceAccountTokenAudience: "api://AzureADTokenExchange"
+      cacheType: ServiceAccount
+      requireServiceAccount: false
+      optionalServiceAccountAnnotationKeys:
+        - "kubernetes.azure.com/acr-client-id"
+        - "kubernetes.azure.com/acr-tenant-id"
+"#
+    );
+}
+
+#[test]
+fn exact_yaml_for_gcr_with_workload_identity_federation_on_k3s() {
+    assert_eq!(
+        init_ok(&[
+            "--provider",
+            "gcr",
+            "--platform",
+            "k3s",
+            "--service-account",
+            "--gcr-wif-audience",
+            "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/pool/providers/prov",
+            "--arg",
+            "gcr=--strict-hosts",
+        ]),
+        r#"# Kubelet flags:
+#   --image-credential-provider-config=/var/lib/rancher/credentialprovider/config.yaml
+#   --image-credential-provider-bin-dir=/var/lib/rancher/credentialprovider/bin
+# Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience.
+apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: gcr-credential-provider
+    matchImages:
+      - "container.cloud.google.com"
+      - "gcr.io"
+      - "*.gcr.io"
+      - "*.pkg.dev"
+    defaultCacheDuration: "1m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "get-credentials"
+      - "--wif-audience=//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/pool/providers/prov"
+      - "--strict-hosts"
+    tokenAttributes:
+      serviceAccountTokenAudience: "https://iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/pool/providers/prov"
+      cacheType: ServiceAccount
+      requireServiceAccount: false
+      optionalServiceAccountAnnotationKeys:
+        - "iam.gke.io/enable-wi-image-pull"
+        - "iam.gke.io/gcp-service-account"
+"#
+    );
+}
+
+/// Quotes, backslashes and `$` survive the trip through YAML; the drop-in names its directory.
+#[test]
+fn exact_yaml_for_a_static_drop_in() {
+    let text = init_ok(&[
+        "--provider",
+        "static",
+        "--static-registry",
+        "harbor.example.com, *.harbor.example.com",
+        "--static-username",
+        r#"robot"$puller\x"#,
+        "--static-password-file",
+        "/etc/kubernetes/harbor-password",
+        "--env",
+        "static=NO_PROXY=a,b",
+        "--cache-duration",
+        "90s",
+        "--drop-in",
+    ]);
+    assert_eq!(
+        text,
+        r#"# Kubelet flags:
+#   --image-credential-provider-config=/etc/kubernetes/credential-providers.d (a directory: kubelet >= 1.34)
+#   --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec
+apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: static-credential-provider
+    matchImages:
+      - "harbor.example.com"
+      - "*.harbor.example.com"
+    defaultCacheDuration: "90s"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "--registry=harbor.example.com,*.harbor.example.com"
+      - "--username=robot\"$puller\\x"
+      - "--password-file=/etc/kubernetes/harbor-password"
+    env:
+      - name: "NO_PROXY"
+        value: "a,b"
+"#
+    );
+    let dir = TempDir::new("init-static");
+    let p = load_text(&dir, "static.yaml", &text);
+    assert_eq!(p[0].args[1], r#"--username=robot"$puller\x"#);
+}
+
+const PLATFORMS: [&str; 7] = ["generic", "eks", "aks", "gke", "k3s", "rke2", "kind"];
+const PROVIDERS: [&str; 4] = ["ecr", "acr", "gcr", "static"];
+
+/// The options a provider needs besides `--provider` (gcr's identity only in service-account mode).
+fn needs(provider: &str, platform: &str, sa: bool) -> Vec<&'static str> {
+    match provider {
+        "gcr" if sa && platform == "gke" => GKE_IDENTITY.to_vec(),
+        "gcr" if sa => WIF.to_vec(),
+        "static" => STATIC.to_vec(),
+        _ => Vec::new(),
+    }
+}
+
+/// Every provider alone and all four together, on every platform, with and without service
+/// accounts, as YAML and as JSON: the kubelet reads the same providers from both, accepts them
+/// with no warning, and only the three providers with per-pod identities carry tokenAttributes.
+#[test]
+fn every_provider_platform_and_mode_validates_clean() {
+    let dir = TempDir::new("init-matrix");
+    let mut checked = 0;
+    for platform in PLATFORMS {
+        for sa in [false, true] {
+            let sets: Vec<Vec<&str>> = PROVIDERS
+                .iter()
+                .map(|p| vec![*p])
+                .chain(std::iter::once(PROVIDERS.to_vec()))
+                .collect();
+            for set in sets {
+                let mut args = vec![
+                    "--provider".to_owned(),
+                    set.join(","),
+                    "--platform".into(),
+                    platform.into(),
+                ];
+                if sa {
+                    args.push("--service-account".into());
+                }
+                for p in &set {
+                    args.extend(needs(p, platform, sa).iter().map(|s| (*s).to_owned()));
+                }
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let what = args.join(" ");
+                let yaml = init_ok(&args);
+                let json = init_ok(&[args.as_slice(), &["--format", "json"]].concat());
+                serde_json::from_str::<serde_json::Value>(&json)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                let path = dir.path().join("c.yaml");
+                std::fs::write(&path, &yaml).unwrap();
+                let config = assert_clean(&path, &what);
+                assert_eq!(
+                    load_text(&dir, "c.json", &json),
+                    load(&path),
+                    "{what}: YAML and JSON"
+                );
+                let names: Vec<&str> = config.providers.iter().map(|p| p.name.as_str()).collect();
+                let want: Vec<String> = set
+                    .iter()
+                    .map(|p| format!("{p}-credential-provider"))
+                    .collect();
+                assert_eq!(names, want, "{what}");
+                for p in &config.providers {
+                    let token = sa && p.name != "static-credential-provider";
+                    assert_eq!(p.token_attributes.is_some(), token, "{what}: {}", p.name);
+                    if let Some(t) = &p.token_attributes {
+                        assert_eq!(t.cache_type, "ServiceAccount", "{what}");
+                        assert_eq!(t.require_service_account, Some(false), "{what}");
+                        assert!(
+                            t.required_keys.is_empty() && !t.optional_keys.is_empty(),
+                            "{what}"
+                        );
+                    }
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, PLATFORMS.len() * 2 * 5);
+}
+
+/// Each platform's paths, in the flags on top of the YAML.
+#[test]
+fn each_platform_names_its_paths() {
+    for (platform, sa, config, bin) in [
+        (
+            "generic",
+            false,
+            "/etc/kubernetes/credential-provider-config.yaml",
+            "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
+        ),
+        (
+            "kubeadm",
+            false,
+            "/etc/kubernetes/credential-provider-config.yaml",
+            "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
+        ),
+        (
+            "eks",
+            false,
+            "/etc/eks/image-credential-provider/config.json",
+            "/etc/eks/image-credential-provider",
+        ),
+        (
+            "eks",
+            true,
+            "/etc/eks/image-credential-provider/config-service-account.yaml",
+            "/etc/eks/image-credential-provider",
+        ),
+        (
+            "aks",
+            false,
+            "/var/lib/kubelet/credential-provider-config.yaml",
+            "/var/lib/kubelet/credential-provider",
+        ),
+        (
+            "gke",
+            false,
+            "/etc/srv/kubernetes/cri_auth_config.yaml",
+            "/home/kubernetes/bin",
+        ),
+        (
+            "k3s",
+            true,
+            "/var/lib/rancher/credentialprovider/config.yaml",
+            "/var/lib/rancher/credentialprovider/bin",
+        ),
+        (
+            "rke2",
+            false,
+            "/var/lib/rancher/credentialprovider/config.yaml",
+            "/var/lib/rancher/credentialprovider/bin",
+        ),
+        (
+            "kind",
+            false,
+            "/etc/kubernetes/credential-provider-config.yaml",
+            "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
+        ),
+    ] {
+        let mut args = vec!["--provider", "ecr", "--platform", platform];
+        if sa {
+            args.push("--service-account");
+        }
+        let text = init_ok(&args);
+        let head: Vec<&str> = text.lines().take(3).collect();
+        assert_eq!(
+            head,
+            [
+                "# Kubelet flags:".to_owned(),
+                format!("#   --image-credential-provider-config={config}"),
+                format!("#   --image-credential-provider-bin-dir={bin}"),
+            ],
+            "{platform}"
+        );
+    }
+    // Given paths win over the platform's.
+    let text = init_ok(&[
+        "--provider",
+        "ecr",
+        "--platform",
+        "gke",
+        "--bin-dir",
+        "/opt/bin",
+        "--config-path",
+        "/etc/x.yaml",
+    ]);
+    assert!(text.starts_with(
+        "# Kubelet flags:\n#   --image-credential-provider-config=/etc/x.yaml\n#   --image-credential-provider-bin-dir=/opt/bin\n"
+    ));
+}
+
+/// Every option scripts/install has offered shapes the entry as it always did.
+#[test]
+fn options_shape_the_entries() {
+    let dir = TempDir::new("init-options");
+    let text = init_ok(&[
+        "--provider",
+        "ecr,acr",
+        "--cache-duration",
+        "2h",
+        "--match-images",
+        "ecr=123456789012.dkr.ecr.us-east-1.amazonaws.com, public.ecr.aws",
+        "--arg=ecr=--strict-hosts",
+        "--arg",
+        "ecr=-v",
+        "--env",
+        "ecr=HTTPS_PROXY=http://proxy:3128",
+        "--env",
+        "ecr=EMPTY=",
+        "--azure-config",
+        "/etc/azure/cloud.json",
+        "--acr-registry-mirror",
+        "registry.local:5000=myregistry.azurecr.io",
+        "--api-version",
+        "v1beta1",
+    ]);
+    assert!(
+        text.contains("\napiVersion: kubelet.config.k8s.io/v1beta1\n"),
+        "{text}"
+    );
+    let [ecr, acr] = <[Provider; 2]>::try_from(load_text(&dir, "c.yaml", &text)).unwrap();
+    assert_eq!(
+        ecr.match_images,
+        [
+            "123456789012.dkr.ecr.us-east-1.amazonaws.com",
+            "public.ecr.aws"
+        ]
+    );
+    assert_eq!(ecr.args, ["get-credentials", "--strict-hosts", "-v"]);
+    assert_eq!(
+        ecr.env,
+        [
+            ("HTTPS_PROXY".to_owned(), "http://proxy:3128".to_owned()),
+            ("EMPTY".to_owned(), String::new())
+        ]
+    );
+    assert_eq!(ecr.api_version, "credentialprovider.kubelet.k8s.io/v1beta1");
+    assert_eq!(ecr.default_cache_duration.unwrap().to_string(), "2h0m0s");
+    assert_eq!(
+        acr.args,
+        [
+            "/etc/azure/cloud.json",
+            "--registry-mirror=registry.local:5000=myregistry.azurecr.io"
+        ]
+    );
+    assert_eq!(acr.match_images.last().unwrap(), "registry.local:5000");
+    assert_eq!(acr.default_cache_duration.unwrap().to_string(), "2h0m0s");
+
+    // gcr on GKE: the audience is the workload pool, unless given.
+    let gcr = |extra: &[&str]| {
+        let args = [
+            &["--provider", "gcr", "--service-account"],
+            GKE_IDENTITY,
+            extra,
+        ]
+        .concat();
+        let p = load_text(&dir, "g.yaml", &init_ok(&args));
+        p[0].token_attributes.clone().unwrap().audience
+    };
+    assert_eq!(gcr(&[]), "my-project.svc.id.goog");
+    assert_eq!(gcr(&["--gcr-token-audience", "custom"]), "custom");
+    // --provider repeated, and a repeat folded, as scripts/install folds it.
+    let p = load_text(
+        &dir,
+        "r.yaml",
+        &init_ok(&["--provider", "gcr", "--provider", "ecr,gcr"]),
+    );
+    let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["gcr-credential-provider", "ecr-credential-provider"]
+    );
+}
+
+/// A drop-in is read by the kubelet as one file of a directory: next to a platform's own file it
+/// adds its providers after the platform's.
+#[test]
+fn drop_ins_join_a_config_directory() {
+    let dir = TempDir::new("init-drop-in");
+    let conf_d = dir.path().join("conf.d");
+    std::fs::create_dir(&conf_d).unwrap();
+    std::fs::copy(
+        configs_dir().join("real/aks.yaml"),
+        conf_d.join("10-aks.yaml"),
+    )
+    .unwrap();
+    let text = init_ok(&[
+        "--provider",
+        "ecr,gcr",
+        "--drop-in",
+        "--config-path",
+        "/etc/kubernetes/conf.d",
+    ]);
+    assert!(text.contains(
+        "#   --image-credential-provider-config=/etc/kubernetes/conf.d (a directory: kubelet >= 1.34)\n"
+    ));
+    std::fs::write(conf_d.join("50-kubelet-credential-providers.yaml"), &text).unwrap();
+    let config = assert_clean(&conf_d, "conf.d");
+    assert!(config.directory);
+    let names: Vec<&str> = config.providers.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "acr-credential-provider",
+            "ecr-credential-provider",
+            "gcr-credential-provider"
+        ]
+    );
+
+    // JSON drop-ins too; aks and gke point the kubelet at their own file, so the directory is named.
+    let json = init_ok(&[
+        "--provider",
+        "acr",
+        "--platform",
+        "aks",
+        "--drop-in",
+        "--config-path",
+        "/etc/k/d",
+        "--format",
+        "json",
+    ]);
+    assert!(json.starts_with('{'));
+    let explained = init(&["--provider", "ecr", "--drop-in", "--explain"]);
+    assert_eq!(explained.code, 0);
+    assert!(
+        explained
+            .stderr
+            .contains("a provider name may appear in only one of them"),
+        "{}",
+        explained.stderr
+    );
+}
+
+/// The failure contract for options: exit 2, one line on stderr, nothing on stdout.
+#[test]
+fn bad_options_exit_2_with_one_line_and_no_config() {
+    let cases: &[(&[&str], &str)] = &[
+        (&[], "--provider"),
+        (
+            &["--provider", "quay"],
+            "invalid value 'quay' for '--provider <PROVIDER>' [possible values: ecr, acr, gcr, static]",
+        ),
+        (
+            &["--provider", "ecr", "--platform", "openshift"],
+            "invalid value 'openshift' for '--platform",
+        ),
+        (
+            &["--provider", "ecr", "--format", "toml"],
+            "invalid value 'toml'",
+        ),
+        (
+            &["--provider", "ecr", "--api-version", "v2"],
+            "invalid value 'v2'",
+        ),
+        (
+            &["--provider", "ecr", "--bogus"],
+            "unexpected argument '--bogus'",
+        ),
+        (
+            &["--provider", "static"],
+            "static needs --static-registry, --static-username and --static-password-file",
+        ),
+        (
+            &[
+                "--provider",
+                "static",
+                "--static-registry",
+                " , ",
+                "--static-username",
+                "u",
+                "--static-password-file",
+                "/p",
+            ],
+            "--static-registry is empty",
+        ),
+        (
+            &[
+                "--provider",
+                "static",
+                "--static-registry",
+                "r",
+                "--static-username",
+                "u",
+                "--static-password-file",
+                "p",
+            ],
+            "--static-password-file must be an absolute path, got \"p\"",
+        ),
+        (
+            &["--provider", "ecr", "--static-username", "u"],
+            "--static-* options apply only to --provider static",
+        ),
+        (
+            &["--provider", "gcr", "--service-account"],
+            "gcr with --service-account needs --gcr-identity-provider and --gcr-project-id (GKE), or --gcr-wif-audience",
+        ),
+        (
+            &[
+                "--provider",
+                "gcr",
+                "--service-account",
+                "--gcr-project-id",
+                "p",
+            ],
+            "gcr with --service-account needs",
+        ),
+        (
+            &[
+                "--provider",
+                "gcr",
+                "--service-account",
+                "--gcr-wif-audience",
+                "//x",
+                "--gcr-project-id",
+                "p",
+            ],
+            "use either --gcr-wif-audience or --gcr-identity-provider/--gcr-project-id, not both",
+        ),
+        (
+            &[
+                "--provider",
+                "gcr",
+                "--service-account",
+                "--gcr-wif-audience",
+                "iam.googleapis.com/x",
+            ],
+            "--gcr-wif-audience must look like //iam.googleapis.com/",
+        ),
+        (
+            &["--provider", "ecr", "--gcr-project-id", "p"],
+            "--gcr-* identity options only apply to gcr with --service-account",
+        ),
+        (
+            &["--provider", "gcr", "--gcr-project-id", "p"],
+            "--gcr-* identity options only apply to gcr with --service-account",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--service-account",
+                "--api-version",
+                "v1beta1",
+            ],
+            "--service-account needs --api-version v1 (tokenAttributes exist only in v1)",
+        ),
+        (
+            &["--provider", "ecr", "--cache-duration", "1d"],
+            "--cache-duration must be a Go duration such as 12h, 10m or 90s, got \"1d\"",
+        ),
+        (
+            &["--provider", "ecr", "--cache-duration=-1h"],
+            "--cache-duration must not be negative",
+        ),
+        (
+            &["--provider", "ecr", "--arg", "gcr=-v"],
+            "--arg: options for gcr given, but gcr is not in --provider",
+        ),
+        (
+            &["--provider", "ecr", "--arg", "v"],
+            "--arg expects PROVIDER=VALUE",
+        ),
+        (
+            &["--provider", "ecr", "--arg", "quay=-v"],
+            "--arg: unknown provider \"quay\"",
+        ),
+        (
+            &["--provider", "ecr", "--arg", "ecr=a\nb"],
+            "--arg must not contain a line break",
+        ),
+        (
+            &["--provider", "ecr", "--env", "ecr=1X=y"],
+            "--env expects PROVIDER=NAME=VALUE, got \"ecr=1X=y\"",
+        ),
+        (
+            &["--provider", "ecr", "--env", "ecr=NOVALUE"],
+            "--env expects PROVIDER=NAME=VALUE",
+        ),
+        (
+            &["--provider", "ecr", "--match-images", "ecr=,"],
+            "--match-images ecr= is empty",
+        ),
+        (
+            &["--provider", "ecr", "--bin-dir", "relative"],
+            "--bin-dir must be an absolute path, got \"relative\"",
+        ),
+        (
+            &["--provider", "ecr", "--config-path", "c.yaml"],
+            "--config-path must be an absolute path",
+        ),
+        (
+            &["--provider", "acr", "--azure-config", "azure.json"],
+            "--azure-config must be an absolute path",
+        ),
+        (
+            &["--provider", "ecr", "--azure-config", "/a.json"],
+            "--azure-config and --acr-registry-mirror apply only to --provider acr",
+        ),
+        (
+            &[
+                "--provider",
+                "acr",
+                "--acr-registry-mirror",
+                "mcr.microsoft.com",
+            ],
+            "--acr-registry-mirror expects SOURCE:LOGIN-SERVER",
+        ),
+        (
+            &["--provider", "ecr", "--drop-in", "--platform", "k3s"],
+            "--drop-in: k3s reads one config file",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--drop-in",
+                "--platform",
+                "rke2",
+                "--config-path",
+                "/d",
+            ],
+            "--drop-in: rke2 reads one config file",
+        ),
+        (
+            &["--provider", "gcr", "--drop-in", "--platform", "gke"],
+            "--drop-in on gke needs --config-path DIR",
+        ),
+        (
+            &["--provider", "ecr", "--output", "json"],
+            "init prints a config, not a report: choose its format with --format json",
+        ),
+    ];
+    for (args, why) in cases {
+        let run = init(args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with("credential-provider-check: ") && run.stderr.contains(why),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// What the options ask for, but the kubelet would refuse: exit 1, its message on one line, and
+/// no config.
+#[test]
+fn a_config_the_kubelet_would_refuse_is_never_printed() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--provider", "ecr", "--match-images", "ecr=a b"],
+            r#"providers.matchImages: Invalid value: "a b": match image is invalid: parse "https://a b": invalid character " " in host name"#,
+        ),
+        (
+            &[
+                "--provider",
+                "gcr",
+                "--service-account",
+                "--gcr-wif-audience",
+                "//x",
+                "--gcr-token-audience",
+                "",
+            ],
+            "providers.tokenAttributes.serviceAccountTokenAudience: Required value",
+        ),
+        (
+            &[
+                "--provider",
+                "static",
+                "--static-registry",
+                "r.example.com:port",
+                "--static-username",
+                "u",
+                "--static-password-file",
+                "/p",
+            ],
+            "providers.matchImages: Invalid value: \"r.example.com:port\"",
+        ),
+    ];
+    for (args, why) in cases {
+        let run = init(args);
+        assert_eq!(run.code, 1, "{args:?}: {}", run.stderr);
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert_eq!(run.stderr.lines().count(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            run.stderr.starts_with(
+                "credential-provider-check: init: the kubelet would refuse this config: failed to validate credential provider config: "
+            ) && run.stderr.contains(why),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+}
+
+/// stdout is the config and only the config; `--explain` and warnings go to stderr.
+#[test]
+fn stdout_holds_only_the_config() {
+    let plain = init_ok(&["--provider", "ecr,acr", "--service-account"]);
+    let explained = init(&["--provider", "ecr,acr", "--service-account", "--explain"]);
+    assert_eq!(explained.code, 0);
+    assert_eq!(
+        explained.stdout, plain,
+        "--explain must not change the config"
+    );
+    let lines: Vec<&str> = explained.stderr.lines().collect();
+    assert_eq!(
+        lines[..4],
+        [
+            "Kubelet flags:",
+            "  --image-credential-provider-config=/etc/kubernetes/credential-provider-config.yaml",
+            "  --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
+            "Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience.",
+        ]
+    );
+    for want in [
+        "Platform generic: put both flags in KUBELET_EXTRA_ARGS",
+        "token audience: sts.amazonaws.com (ecr-credential-provider)",
+        "token audience: api://AzureADTokenExchange (acr-credential-provider)",
+        "file read at run time: /etc/kubernetes/azure.json (acr-credential-provider)",
+        "note: ecr-credential-provider: tokenAttributes needs the KubeletServiceAccountTokenForCredentialProviders gate",
+    ] {
+        assert!(
+            lines.iter().any(|l| l.starts_with(want)),
+            "{want}: {}",
+            explained.stderr
+        );
+    }
+    assert!(lines.iter().all(|l| !l.is_empty()));
+
+    // JSON has no comments: the flags are only on stderr, and stdout is one JSON document.
+    let json = init(&[
+        "--provider",
+        "ecr",
+        "--platform",
+        "eks",
+        "--format",
+        "json",
+        "--explain",
+    ]);
+    assert_eq!(json.code, 0);
+    json.json();
+    assert!(
+        json.stderr
+            .contains("  --image-credential-provider-bin-dir=/etc/eks/image-credential-provider\n")
+    );
+    assert!(
+        json.stderr
+            .contains("Platform eks: nodeadm sets both flags")
+    );
+
+    // What the kubelet accepts but can never work: printed, with a warning on stderr.
+    let warned = init(&[
+        "--provider",
+        "ecr",
+        "--match-images",
+        "ecr=https://r.example.com",
+    ]);
+    assert_eq!(warned.code, 0);
+    assert!(
+        warned
+            .stdout
+            .contains("      - \"https://r.example.com\"\n")
+    );
+    assert_eq!(warned.stderr.lines().count(), 1, "{}", warned.stderr);
+    assert!(warned.stderr.starts_with(
+        "warning: ecr-credential-provider: matchImages entry \"https://r.example.com\" has a scheme"
+    ));
+
+    // --help is an answer, not an error.
+    let help = init(&["--help"]);
+    assert_eq!(help.code, 0);
+    assert!(
+        help.stdout.contains("--platform <PLATFORM>"),
+        "{}",
+        help.stdout
+    );
+    assert_eq!(help.stderr, "");
+}
