@@ -450,6 +450,20 @@ pub struct Call<'a> {
     pub what: &'a str,
 }
 
+impl<'a> Call<'a> {
+    /// A GET without headers or body (a metadata attribute, a public document).
+    pub fn get(route: Route, url: &'a Url, what: &'a str) -> Self {
+        Call {
+            route,
+            method: Method::GET,
+            url,
+            headers: &[],
+            body: None,
+            what,
+        }
+    }
+}
+
 /// The last error of a call and how many attempts it took.
 #[derive(Debug, thiserror::Error)]
 #[error("{error}{}", if *.attempts > 1 { format!(" (after {} attempts)", .attempts) } else { String::new() })]

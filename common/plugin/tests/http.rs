@@ -524,14 +524,7 @@ fn an_untrusted_certificate_is_a_tls_error_and_not_retried() {
     });
     let http = client(ProxyConfig::default());
     let url = Url::parse(&format!("{}/token", server.https_url())).unwrap();
-    let call = Call {
-        route: Route::Internet,
-        method: Method::GET,
-        url: &url,
-        headers: &[],
-        body: None,
-        what: "token",
-    };
+    let call = Call::get(Route::Internet, &url, "token");
     let err =
         block_on(http.send_retrying(call, Deadline::after(Duration::from_secs(10)))).unwrap_err();
     assert_eq!(err.attempts, 1, "{err}");

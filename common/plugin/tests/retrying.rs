@@ -14,7 +14,7 @@ use kcp_plugin::http::{
 };
 use kcp_plugin::retry::RetryPolicy;
 use kcp_testkit::fake::{FakeResponse, FakeServer};
-use reqwest::{Method, Url};
+use reqwest::Url;
 
 /// ACR's registry rules with millisecond backoffs: 408, 429 and 5xx transient, every answer
 /// handed back, `Retry-After` honoured up to 5 s, oversized answers retried.
@@ -59,14 +59,7 @@ fn send(fake: &FakeServer, rules: &RetryRules) -> Result<HttpResponse, CallError
     )
     .unwrap();
     let url = Url::parse(&format!("{}/v2/", fake.url())).unwrap();
-    let call = Call {
-        route: Route::Internet,
-        method: Method::GET,
-        url: &url,
-        headers: &[],
-        body: None,
-        what: "GET the challenge",
-    };
+    let call = Call::get(Route::Internet, &url, "GET the challenge");
     block_on(http.send_retrying_with(call, Deadline::after(Duration::from_secs(10)), rules))
 }
 
@@ -129,14 +122,7 @@ fn the_default_rules_keep_their_own_backoff() {
     )
     .unwrap();
     let url = Url::parse(&fake.url()).unwrap();
-    let call = Call {
-        route: Route::Internet,
-        method: Method::GET,
-        url: &url,
-        headers: &[],
-        body: None,
-        what: "token",
-    };
+    let call = Call::get(Route::Internet, &url, "token");
     let ok = block_on(http.send_retrying(call, Deadline::after(Duration::from_secs(10)))).unwrap();
     assert_eq!(ok.status, 200);
     assert!(
@@ -202,14 +188,7 @@ fn connection_failures_are_retried_under_any_rules() {
     .unwrap();
     let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
     for rules in [TAKE_ANY, RetryRules::DEFAULT] {
-        let call = Call {
-            route: Route::Internet,
-            method: Method::GET,
-            url: &url,
-            headers: &[],
-            body: None,
-            what: "token",
-        };
+        let call = Call::get(Route::Internet, &url, "token");
         let err = block_on(http.send_retrying_with(
             call,
             Deadline::after(Duration::from_secs(10)),

@@ -15,7 +15,6 @@ use kcp_kubelet::{AuthConfig, Secret};
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::{HttpClient, Route};
 use kcp_plugin::logging::error_chain;
-use reqwest::Method;
 use serde_json::{Map, Value};
 
 use crate::endpoint;
@@ -73,14 +72,7 @@ pub async fn from_url_attribute(
     let shown = endpoint::describe(&url);
     tracing::info!(url = %shown, "fetching the dockercfg document");
     // No Metadata-Flavor here: the document lives outside the metadata server.
-    let call = Call {
-        route: Route::Internet,
-        method: Method::GET,
-        url: &url,
-        headers: &[],
-        body: None,
-        what: "dockercfg document",
-    };
+    let call = Call::get(Route::Internet, &url, "dockercfg document");
     let response = http.send_retrying(call, deadline).await.map_err(|e| {
         anyhow!(
             "fetching the dockercfg document at {shown} failed: {}",
