@@ -1,8 +1,9 @@
 //! Command-line pieces every provider binary shares.
 //!
 //! Providers define their own clap parser and `#[command(flatten)]` [`CommonArgs`] into it, so the
-//! shared flags read the same everywhere. [`start`] parses leniently (upstream plugins tolerate the
-//! klog flags kubelet configs pass), resolves [`Settings`] and starts logging; [`normalize_args`]
+//! shared flags read the same everywhere. [`start`] first applies [`crate::hygiene`] (no core
+//! dumps, no ptrace by peers), then parses leniently (upstream plugins tolerate the klog flags
+//! kubelet configs pass), resolves [`Settings`] and starts logging; [`normalize_args`]
 //! rewrites the Go-flag spellings that kubelet configs copy from klog (`-v=4`) into what clap
 //! understands; a usage error is one line and exit 2.
 
@@ -100,16 +101,19 @@ fn one_line_usage_error(rendered: &str) -> String {
     format!("{} (see --help)", crate::logging::one_line(what))
 }
 
-/// What every provider's `main` does first: parse `args` leniently (see [`parse_lenient`]),
-/// resolve the shared [`Settings`], start logging at the level they ask for, and warn once per
-/// ignored argument. A bad setting ends the process here with one line and [`EXIT_USAGE`], before
-/// any request is read. `positionals` returns the parser's free arguments; `get-credentials`
-/// (upstream's subcommand) among them is expected and not warned about.
+/// What every provider's `main` does first: make the process non-dumpable with no core file
+/// ([`crate::hygiene::apply`], before anything secret is read; a failure is one debug line, never
+/// fatal), parse `args` leniently (see [`parse_lenient`]), resolve the shared [`Settings`], start
+/// logging at the level they ask for, and warn once per ignored argument. A bad setting ends the
+/// process here with one line and [`EXIT_USAGE`], before any request is read. `positionals`
+/// returns the parser's free arguments; `get-credentials` (upstream's subcommand) among them is
+/// expected and not warned about.
 pub fn start<T: clap::Parser>(
     args: impl IntoIterator<Item = OsString>,
     common: fn(&T) -> &CommonArgs,
     positionals: fn(&T) -> &[String],
 ) -> (T, Settings) {
+    let hygiene = crate::hygiene::apply();
     let (cli, unknown) = parse_lenient::<T>(args);
     let settings = match Settings::resolve(common(&cli)) {
         Ok(settings) => settings,
@@ -120,6 +124,9 @@ pub fn start<T: clap::Parser>(
         }
     };
     crate::logging::init(settings.verbosity);
+    if let Err(e) = hygiene {
+        tracing::debug!("{e}");
+    }
     let ignored = positionals(&cli)
         .iter()
         .filter(|a| a.as_str() != "get-credentials");

@@ -6,6 +6,7 @@
 //!
 //! - [`cli`]: the flags every provider shares, lenient Go-style parsing, one-line usage errors.
 //! - [`settings`]: flags and environment resolved once into one value, before stdin is read.
+//! - [`hygiene`]: no core dumps and no ptrace by peers, from a provider's first line.
 //! - [`runner`]: stdin → provider → exactly one response on stdout, errors as one stderr line.
 //! - [`deadline`], [`retry`], [`http`]: one overall deadline, jittered retries, HTTP for hand-rolled calls.
 //! - [`tls`]: the trust store (fast PEM loading) and rustls client configuration.
@@ -19,6 +20,7 @@
 pub mod cli;
 pub mod deadline;
 pub mod http;
+pub mod hygiene;
 pub mod jwt;
 pub mod logging;
 pub mod retry;
