@@ -21,10 +21,22 @@ pub fn claims(token: &str) -> Option<Value> {
 
 /// The `exp` claim: when the token stops being valid.
 pub fn expiry(token: &str) -> Option<SystemTime> {
-    let exp = claims(token)?.get("exp")?.clone();
-    let secs = exp.as_u64().or_else(|| {
-        exp.as_f64()
-            .filter(|f| f.is_finite() && *f >= 0.0)
+    time_claim(token, "exp")
+}
+
+/// A NumericDate claim (`exp`, `iat`, `nbf`: RFC 7519 §2) as a time, or `None` when the token
+/// has no such claim or it is not a time: not a JSON number (`"3600"` is text, not a date),
+/// negative, or past what [`SystemTime`] holds (`1e300`). A fraction of a second is dropped.
+pub fn time_claim(token: &str, name: &str) -> Option<SystemTime> {
+    numeric_date(claims(token)?.get(name)?)
+}
+
+/// Whole seconds after the epoch as a time; checked, so no number can panic.
+fn numeric_date(value: &Value) -> Option<SystemTime> {
+    let secs = value.as_u64().or_else(|| {
+        value
+            .as_f64()
+            .filter(|f| f.is_finite() && *f >= 0.0 && *f < u64::MAX as f64)
             .map(|f| f as u64)
     })?;
     SystemTime::UNIX_EPOCH.checked_add(Duration::from_secs(secs))
@@ -73,6 +85,70 @@ impl ServiceAccountClaims {
     }
 }
 
+/// Fuzz entry point for claim reading (the `jwt_claims` target in `fuzz/`, and
+/// `common/plugin/tests/fuzz_smoke.rs` on stable): arbitrary bytes in, a panic when an invariant
+/// breaks.
+pub mod fuzz {
+    use base64::Engine;
+    use serde_json::Value;
+
+    use super::{ServiceAccountClaims, expiry, time_claim};
+
+    /// The input as a whole token, and as the JSON payload of one (so that mutations reach the
+    /// claims without having to learn base64).
+    ///
+    /// Invariants: claims are an object; a time claim is read exactly when it is a non-negative
+    /// JSON number, as its whole seconds; service-account claims are non-empty and their
+    /// audiences sorted.
+    pub fn claims(data: &[u8]) {
+        check(&String::from_utf8_lossy(data));
+        let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(data);
+        check(&format!("eyJhbGciOiJSUzI1NiJ9.{payload}.sig"));
+    }
+
+    fn check(token: &str) {
+        let read = super::claims(token);
+        assert!(read.as_ref().is_none_or(Value::is_object));
+        assert_eq!(expiry(token), time_claim(token, "exp"));
+        for name in ["exp", "iat", "nbf"] {
+            let value = read.as_ref().and_then(|c| c.get(name));
+            let secs =
+                time_claim(token, name).map(|t| match t.duration_since(std::time::UNIX_EPOCH) {
+                    Ok(d) => d.as_secs(),
+                    Err(_) => panic!("{name} before the epoch in {token:?}"),
+                });
+            match (value, secs) {
+                (None, None) => {}
+                (None, Some(_)) => panic!("{name} read from a token without it: {token:?}"),
+                (Some(value), secs) => {
+                    let whole = value.as_u64().or_else(|| {
+                        value
+                            .as_f64()
+                            .filter(|f| *f >= 0.0 && *f < u64::MAX as f64)
+                            .map(|f| f.trunc() as u64)
+                    });
+                    match (whole, secs) {
+                        (Some(w), Some(s)) => assert_eq!(w, s, "{name} in {token:?}"),
+                        (None, Some(_)) => panic!("{name} {value} read as a time"),
+                        // Past what the platform's clock holds.
+                        (Some(w), None) => assert!(w > i64::MAX as u64, "{name} {w} dropped"),
+                        (None, None) => {}
+                    }
+                }
+            }
+        }
+        if let Some(sa) = ServiceAccountClaims::from_token(token) {
+            assert!(!sa.namespace.is_empty() && !sa.name.is_empty() && !sa.uid.is_empty());
+            assert!(sa.audiences.is_sorted(), "{:?}", sa.audiences);
+            let k8s = read.as_ref().and_then(|c| c.get("kubernetes.io"));
+            assert_eq!(
+                k8s.and_then(|k| k.get("namespace")).and_then(Value::as_str),
+                Some(sa.namespace.as_str())
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +184,33 @@ mod tests {
         ] {
             assert_eq!(expiry(bad), None, "{bad}");
         }
+    }
+
+    /// Odd numbers from the network in `exp`, `iat` and `nbf`: a time or `None`, never a panic.
+    /// Already handled before this test was written (checked arithmetic, finite non-negative
+    /// floats only).
+    #[test]
+    fn odd_numbers_in_time_claims_are_none_or_whole_seconds() {
+        for name in ["exp", "iat", "nbf"] {
+            let token = |value: &str| format!("h.{}.s", b64(&format!(r#"{{"{name}":{value}}}"#)));
+            for (value, want) in [
+                ("1e300", None),
+                ("-5", None),
+                ("0", Some(at(0))),
+                ("3.5", Some(at(3))),
+                ("\"3600\"", None),
+                ("18446744073709551615", None),
+                ("18446744073709551616", None),
+                ("-9223372036854775808", None),
+                ("-0.0", Some(at(0))),
+                ("1e-300", Some(at(0))),
+                ("null", None),
+                ("[1]", None),
+            ] {
+                assert_eq!(time_claim(&token(value), name), want, "{name}: {value}");
+            }
+        }
+        assert_eq!(time_claim("opaque", "iat"), None);
     }
 
     #[test]

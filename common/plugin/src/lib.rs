@@ -9,6 +9,7 @@
 //! - [`hygiene`]: no core dumps and no ptrace by peers, from a provider's first line.
 //! - [`runner`]: stdin → provider → exactly one response on stdout, errors as one stderr line.
 //! - [`deadline`], [`retry`], [`http`]: one overall deadline, jittered retries, HTTP for hand-rolled calls.
+//! - [`endpoint`]: which URLs may carry credentials (https, or http to loopback); URLs from input.
 //! - [`tls`]: the trust store (fast PEM loading) and rustls client configuration.
 //! - [`token_cache`]: the opt-in on-disk token cache shared by concurrent and later execs.
 //! - [`jwt`]: unverified JWT claims (expiry, service-account identity).
@@ -19,6 +20,7 @@
 
 pub mod cli;
 pub mod deadline;
+pub mod endpoint;
 pub mod http;
 pub mod hygiene;
 pub mod jwt;

@@ -351,6 +351,91 @@ mod der {
     }
 }
 
+/// Fuzz entry point for the trust-bundle reader (the `tls_bundle` target in `fuzz/`, and
+/// `common/plugin/tests/fuzz_smoke.rs` on stable): arbitrary bytes in, a panic when an invariant
+/// breaks.
+pub mod fuzz {
+    use super::*;
+
+    /// `SSL_CERT_FILE`'s bytes: the PEM reader ([`parse_pem_certificates`]), the DER name reader
+    /// on every certificate found and on the input itself (a DER file where PEM was expected),
+    /// and anchor selection for chains of them.
+    ///
+    /// Invariants: every certificate or bad block used up a `BEGIN` line; re-encoding what was
+    /// read as canonical PEM reads back the same DER, as rustls's reference parser reads it too;
+    /// name ranges lie inside the certificate, issuer before subject; anchor selection never
+    /// returns more anchors than the store holds.
+    pub fn trust_bundle(data: &[u8]) {
+        const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+        let (certs, bad) = parse_pem_certificates(data);
+        let begins = lines(data).filter(|l| l.trim_ascii() == BEGIN).count();
+        assert!(
+            certs.len() + bad <= begins,
+            "{} certificates and {bad} bad blocks from {begins} BEGIN lines",
+            certs.len()
+        );
+
+        let canonical = canonical_pem(&certs);
+        assert_eq!(
+            parse_pem_certificates(canonical.as_bytes()),
+            (certs.clone(), 0),
+            "re-encoded PEM reads back differently"
+        );
+        if certs.iter().all(|c| !c.is_empty()) {
+            let reference: Result<Vec<CertificateDer>, _> =
+                rustls::pki_types::pem::PemObject::pem_slice_iter(canonical.as_bytes()).collect();
+            assert_eq!(
+                reference.ok().as_ref(),
+                Some(&certs),
+                "rustls reads the canonical PEM differently"
+            );
+        }
+
+        let raw = CertificateDer::from(data.to_vec());
+        for cert in certs.iter().chain([&raw]) {
+            if let Some(names) = der::names(cert) {
+                assert!(
+                    names.issuer.start <= names.issuer.end
+                        && names.issuer.end <= names.subject.start
+                        && names.subject.start <= names.subject.end
+                        && names.subject.end <= cert.len(),
+                    "names out of order or out of bounds: {:?} {:?} in {} bytes",
+                    names.issuer,
+                    names.subject,
+                    cert.len()
+                );
+            }
+        }
+
+        let store = TrustStore {
+            roots: certs
+                .iter()
+                .chain([&raw])
+                .map(|der| (der.clone(), der::names(der).map(|n| n.subject)))
+                .collect(),
+        };
+        for chain in [vec![&raw], certs.iter().collect()] {
+            let anchors = store.anchors_for(chain);
+            assert!(anchors.len() <= store.len());
+        }
+    }
+
+    /// Certificates as PEM the way bundles write them: 64 base64 characters a line.
+    fn canonical_pem(certs: &[CertificateDer<'_>]) -> String {
+        let mut out = String::new();
+        for cert in certs {
+            out.push_str("-----BEGIN CERTIFICATE-----\n");
+            let encoded = base64_simd::STANDARD.encode_to_string(cert.as_ref());
+            for chunk in encoded.as_bytes().chunks(64) {
+                out.push_str(&String::from_utf8_lossy(chunk));
+                out.push('\n');
+            }
+            out.push_str("-----END CERTIFICATE-----\n");
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -331,6 +331,7 @@ pub mod configs;
 pub mod fake;
 pub mod faults;
 pub mod fuzz_bodies;
+pub mod fuzz_smoke;
 pub mod proxy;
 pub mod secrets;
 pub mod tls;

@@ -18,6 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use kcp_kubelet::Secret;
 use kcp_plugin::deadline::Deadline;
+use kcp_plugin::endpoint::UrlError;
 use kcp_plugin::http::{Call, HttpClient, HttpResponse, RetryRules, Route, Statuses};
 use kcp_plugin::retry::RetryPolicy;
 use reqwest::{Method, Url};
@@ -112,7 +113,10 @@ pub fn check_realm(
             login.suffix
         )
     };
-    let realm = Url::parse(&challenge.realm).map_err(|_| refuse("is not a URL"))?;
+    let realm = kcp_plugin::endpoint::parse_url(&challenge.realm).map_err(|e| match e {
+        UrlError::NotAscii => refuse("is not a plain ASCII URL"),
+        _ => refuse("is not a URL"),
+    })?;
     if realm.scheme() != "https" {
         return Err(refuse("is not https"));
     }
@@ -174,6 +178,20 @@ pub async fn exchange(
         what: &what,
     };
     let response = send(http, call, deadline).await?;
+    read_exchange_answer(&response, &what)
+}
+
+/// Reads the `/oauth2/exchange` answer: the refresh token and the registry's clock (its `Date`,
+/// when readable). `what` names the call in errors.
+///
+/// A non-200 status is an error carrying ACR's error codes and a hint; a 200 must be a JSON
+/// object with a non-blank `refresh_token` string. No error quotes the body: a half-valid answer
+/// may still hold a token, so the JSON is read as a value first (syntax errors carry only a
+/// position; type errors would quote the value).
+pub fn read_exchange_answer(
+    response: &HttpResponse,
+    what: &str,
+) -> anyhow::Result<(Secret, Option<SystemTime>)> {
     if response.status != 200 {
         let hint = match response.status {
             401 | 403 => {
@@ -185,27 +203,32 @@ pub async fn exchange(
         anyhow::bail!(
             "{what} answered HTTP {}{}{hint}",
             response.status,
-            acr_error_detail(&response)
+            acr_error_detail(response)
         );
     }
-    #[derive(serde::Deserialize)]
-    struct Answer {
-        #[serde(default)]
-        refresh_token: Option<String>,
-    }
-    let answer: Answer = serde_json::from_slice(&response.body).map_err(|e| {
-        // Do not echo the body: a half-valid answer may still hold a token.
+    let not_json = |why: String| {
         anyhow::anyhow!(
-            "{what}: the answer is not the expected JSON ({e}; {} bytes){}",
+            "{what}: the answer is not the expected JSON ({why}; {} bytes){}",
             response.body.len(),
-            correlation(&response)
+            correlation(response)
         )
-    })?;
-    match answer.refresh_token.filter(|t| !t.trim().is_empty()) {
-        Some(token) => Ok((Secret::new(token), response.date())),
-        None => anyhow::bail!(
+    };
+    let answer: serde_json::Value =
+        serde_json::from_slice(&response.body).map_err(|e| not_json(e.to_string()))?;
+    let serde_json::Value::Object(answer) = answer else {
+        return Err(not_json("not a JSON object".to_owned()));
+    };
+    match answer.get("refresh_token") {
+        Some(serde_json::Value::String(token)) if !token.trim().is_empty() => {
+            Ok((Secret::new(token.as_str()), response.date()))
+        }
+        Some(serde_json::Value::String(_) | serde_json::Value::Null) | None => anyhow::bail!(
             "{what}: the answer has no refresh_token{}",
-            correlation(&response)
+            correlation(response)
+        ),
+        Some(_) => anyhow::bail!(
+            "{what}: the answer's refresh_token is not a string{}",
+            correlation(response)
         ),
     }
 }
@@ -501,6 +524,104 @@ mod tests {
         );
     }
 
+    fn answer(status: u16, body: &str, date: Option<&str>) -> HttpResponse {
+        let mut headers = vec![(
+            "x-ms-correlation-request-id".to_owned(),
+            "c0ffee".to_owned(),
+        )];
+        headers.extend(date.map(|d| ("date".to_owned(), d.to_owned())));
+        HttpResponse {
+            status,
+            body: body.as_bytes().to_vec(),
+            headers,
+        }
+    }
+
+    const WHAT: &str = "ACR token exchange at https://myreg.azurecr.io/oauth2/exchange";
+
+    #[test]
+    fn reads_the_refresh_token_and_the_registry_clock() {
+        let (token, date) = read_exchange_answer(
+            &answer(
+                200,
+                r#"{"refresh_token":"eyJ.refresh.token"}"#,
+                Some("Sun, 06 Nov 1994 08:49:37 GMT"),
+            ),
+            WHAT,
+        )
+        .unwrap();
+        assert_eq!(token.expose(), "eyJ.refresh.token");
+        assert_eq!(date, kcp_plugin::time::from_unix_secs(784_111_777));
+        // Dates no calendar or clock holds are unknown, not a panic.
+        for bad in [
+            "Sun, 06 Nov 99999 08:49:37 GMT",
+            "Fri, 31 Dec 9999 23:59:60 GMT",
+            "-1",
+        ] {
+            let (_, date) =
+                read_exchange_answer(&answer(200, r#"{"refresh_token":"t"}"#, Some(bad)), WHAT)
+                    .unwrap();
+            assert!(date.is_none_or(|d| d > SystemTime::UNIX_EPOCH), "{bad}");
+        }
+        let e = read_exchange_answer(
+            &answer(
+                401,
+                r#"{"errors":[{"code":"UNAUTHORIZED","message":"no\naccess"}]}"#,
+                None,
+            ),
+            WHAT,
+        )
+        .unwrap_err()
+        .to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{WHAT} answered HTTP 401: UNAUTHORIZED: no access (correlation id c0ffee); the identity needs the AcrPull role on this registry (and the token must be for the registry's tenant)"
+            )
+        );
+    }
+
+    /// A 200 whose body is not an object holding a `refresh_token` string is a one-line error
+    /// that quotes nothing from the body. Before, the body was decoded straight into a struct:
+    /// serde's type errors quoted a bare JSON string (`invalid type: string "<token>"`), and a
+    /// JSON array was read as the struct's fields (`["<token>"]` was accepted as a token).
+    #[test]
+    fn odd_answers_are_errors_that_quote_nothing() {
+        for (body, want) in [
+            (
+                r#""eyJ-bare-string-token""#,
+                "not the expected JSON (not a JSON object",
+            ),
+            (
+                r#"["eyJ-array-token"]"#,
+                "not the expected JSON (not a JSON object",
+            ),
+            (
+                r#"{"refresh_token":["eyJ-nested-token"]}"#,
+                "refresh_token is not a string",
+            ),
+            (
+                r#"{"refresh_token":1e300}"#,
+                "refresh_token is not a string",
+            ),
+            (r#"{"refresh_token":-5}"#, "refresh_token is not a string"),
+            (r#"{"refresh_token":null}"#, "has no refresh_token"),
+            (r#"{"refresh_token":"  "}"#, "has no refresh_token"),
+            (
+                r#"{"refresh_token":"eyJ-unterminated"#,
+                "not the expected JSON (EOF while parsing",
+            ),
+            ("", "not the expected JSON (EOF while parsing"),
+        ] {
+            let e = read_exchange_answer(&answer(200, body, None), WHAT)
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(WHAT) && e.contains(want), "{body}: {e}");
+            assert!(e.ends_with("(correlation id c0ffee)"), "{e}");
+            assert!(!e.contains("eyJ") && !e.contains('\n'), "{body}: {e}");
+        }
+    }
+
     fn login(host: &str) -> (LoginServer, Suffixes) {
         let s = Suffixes::new([]);
         (s.classify(host).unwrap(), s)
@@ -524,6 +645,9 @@ mod tests {
         assert_eq!(t.url.as_str(), "https://myreg.azurecr.io/oauth2/exchange");
         assert_eq!(t.service, "myreg.azurecr.io");
         let t = realm("https://MYREG.azurecr.io:443/oauth2/token?x=1").unwrap();
+        assert_eq!(t.url.as_str(), "https://myreg.azurecr.io/oauth2/exchange");
+        // Percent-encoding outside the host is fine.
+        let t = realm("https://myreg.azurecr.io/oauth2/t%6Fken?scope=a%20b").unwrap();
         assert_eq!(t.url.as_str(), "https://myreg.azurecr.io/oauth2/exchange");
         let t = realm("https://myreg.eastus.geo.azurecr.io/oauth2/token").unwrap();
         assert_eq!(
@@ -558,6 +682,23 @@ mod tests {
             ),
             ("https://127.0.0.1/oauth2/token", "no DNS host"),
             ("/oauth2/token", "is not a URL"),
+            // Used to panic in debug builds (idna_adapter's ASCII-only mapper asserts).
+            (
+                "https://MYRE\u{e8}.azurecr.io/oauth2/token",
+                "is not a plain ASCII URL",
+            ),
+            (
+                "https://MY%EE.azurecr.io/oauth2/token",
+                "is not a plain ASCII URL",
+            ),
+            (
+                "https:\\\\MY%41%EE.azurecr.io\\oauth2",
+                "is not a plain ASCII URL",
+            ),
+            (
+                "https://myreg.azurecr.io\u{ff0e}evil.com/oauth2/token",
+                "is not a plain ASCII URL",
+            ),
         ] {
             let e = realm(r).unwrap_err().to_string();
             assert!(e.contains(why), "{r}: {e}");

@@ -7,25 +7,19 @@
 //! Entra token leaves the node, service principals exchanged instead of handing their secret to
 //! the runtime, service-account tokens honoured on every node, workload identity, bounded retries
 //! inside one deadline, `cacheDuration` from the refresh token's expiry.
-
-mod cloud;
-mod config;
-mod exchange;
-mod host;
-mod identity;
-mod provider;
-mod transport;
+//!
+//! The command line lives here; everything else is the `acr_credential_provider` library.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use acr_credential_provider::config::AzureConfig;
+use acr_credential_provider::host;
+use acr_credential_provider::provider::AcrProvider;
 use clap::Parser;
 use kcp_plugin::runner::usage_error;
 use kcp_plugin::settings::CommonArgs;
-
-use crate::config::AzureConfig;
-use crate::provider::AcrProvider;
 
 /// Kubelet image credential provider for Azure Container Registry.
 ///

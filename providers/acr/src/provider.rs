@@ -26,6 +26,10 @@ pub const ANONYMOUS_KEY: &str = "*.azurecr.*";
 pub const FALLBACK_CACHE: Duration = Duration::from_secs(60 * 60);
 /// Time kept between the kubelet's cache expiry and the refresh token's.
 pub const CACHE_MARGIN: Duration = Duration::from_secs(5 * 60);
+/// The longest life believed of a refresh token. ACR's live 3 hours; an `exp` further ahead than
+/// this (a broken or hostile token: `exp: 1e18` reads as a date in the year 3e10) is capped here,
+/// so neither the kubelet nor the token cache keeps the token for centuries.
+pub const MAX_REFRESH_LIFE: Duration = Duration::from_secs(24 * 60 * 60);
 /// At most this much of what is left is kept back from the Entra call for the exchange.
 const EXCHANGE_RESERVE: Duration = Duration::from_secs(10);
 
@@ -190,10 +194,22 @@ fn cache_key(
 
 /// The refresh token as the registry handed it out just now: the null GUID, and its `exp` claim
 /// (unknown when unreadable), written by the registry's clock, which read `registry_now` (the
-/// answer's `Date`). [`RegistryToken::with_issuer_clock`] counts its life from the later clock.
+/// answer's `Date`). [`RegistryToken::with_issuer_clock`] counts its life from the later clock;
+/// a life longer than [`MAX_REFRESH_LIFE`] is capped to it.
 pub fn refresh_token(refresh: Secret, registry_now: Option<SystemTime>) -> RegistryToken {
     let exp = kcp_plugin::jwt::expiry(refresh.expose());
-    RegistryToken::obtained_now(NULL_GUID, refresh, exp).with_issuer_clock(registry_now)
+    let mut token =
+        RegistryToken::obtained_now(NULL_GUID, refresh, exp).with_issuer_clock(registry_now);
+    token.expires_at = cap_life(token.expires_at, token.obtained_at);
+    token
+}
+
+/// `expires_at`, but no later than [`MAX_REFRESH_LIFE`] after `obtained_at`.
+fn cap_life(expires_at: Option<SystemTime>, obtained_at: SystemTime) -> Option<SystemTime> {
+    match obtained_at.checked_add(MAX_REFRESH_LIFE) {
+        Some(latest) => expires_at.map(|exp| exp.min(latest)),
+        None => expires_at,
+    }
 }
 
 /// `cacheDuration`: the refresh token's remaining life minus [`CACHE_MARGIN`], or
@@ -292,6 +308,55 @@ mod tests {
             cache_duration(token.expires_at, token.obtained_at),
             GoDuration::from_secs(left - 300)
         );
+    }
+
+    /// A refresh token whose `exp` is `value` (any JSON), as the registry would hand it out.
+    fn jwt_with_exp(value: &str) -> Secret {
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        Secret::new(format!(
+            "{}.{}.sig",
+            b64("{}"),
+            b64(&format!(r#"{{"exp":{value}}}"#))
+        ))
+    }
+
+    /// Odd `exp` values from the registry: a date in the year 3e10 used to become a 292-year
+    /// `cacheDuration` (GoDuration's ceiling); now the life is capped at [`MAX_REFRESH_LIFE`].
+    /// Unreadable ones fall back to upstream's hour, past ones are not cached, none panics.
+    #[test]
+    fn odd_refresh_token_expiries_are_capped_or_unknown_never_a_panic() {
+        let capped = GoDuration::from_std(MAX_REFRESH_LIFE - CACHE_MARGIN);
+        let far_dates = ["1000000000000000000", "9223372036854775807", "9.2e18"];
+        for exp in far_dates {
+            // A registry clock in 9999 still leaves the token centuries: capped all the same.
+            for date in [None, Some("Fri, 31 Dec 9999 23:59:59 GMT")] {
+                let token = refresh_token(
+                    jwt_with_exp(exp),
+                    date.and_then(kcp_plugin::time::parse_http_date),
+                );
+                assert_eq!(
+                    cache_duration(token.expires_at, token.obtained_at),
+                    capped,
+                    "exp {exp}, Date {date:?}"
+                );
+            }
+        }
+        for (exp, want) in [
+            ("1e300", "1h0m0s"),
+            ("-5", "1h0m0s"),
+            ("0", "0s"),
+            ("3.5", "0s"),
+            ("\"3600\"", "1h0m0s"),
+            ("18446744073709551616", "1h0m0s"),
+            ("-9223372036854775808", "1h0m0s"),
+        ] {
+            let token = refresh_token(jwt_with_exp(exp), None);
+            assert_eq!(
+                cache_duration(token.expires_at, token.obtained_at).to_string(),
+                want,
+                "exp {exp}"
+            );
+        }
     }
 
     /// docs/providers/acr.md “Test vectors”: upstream's SP answer has 5 entries for

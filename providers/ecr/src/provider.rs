@@ -1,7 +1,7 @@
 //! The ECR token source: which API to call for an image, with which credentials, and how its
 //! answer maps into the kubelet response.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, anyhow, bail};
 use aws_credential_types::Credentials as AwsCredentials;
@@ -23,6 +23,10 @@ const PUBLIC_REGION: &str = "us-east-1";
 const SESSION_NAME: &str = "ecr-credential-provider";
 /// Upstream's fallback role ARN variable for service-account mode.
 pub const ROLE_ARN_ENV: &str = "AWS_ECR_ROLE_ARN";
+/// How long an ECR authorization token is valid (AWS documents 12 hours). A later `expiresAt` (a
+/// broken or hostile answer: `1e300` reads as the year 292 billion) is capped to this, so neither
+/// the kubelet nor the token cache keeps the token for centuries.
+pub const MAX_TOKEN_LIFE: Duration = Duration::from_secs(12 * 60 * 60);
 
 /// Settings of one run.
 #[derive(Debug, Clone)]
@@ -243,10 +247,7 @@ impl EcrProvider {
             .with_context(context)?;
         let (username, password) = decode_token(&encoded).with_context(context)?;
         let session_expiry = assumed.as_ref().and_then(|a| a.credentials.expiry());
-        // The answer may not outlive the role session that obtained it.
-        let expires_at = token
-            .expires_at
-            .map(|t| session_expiry.map_or(t, |s| t.min(s)));
+        let expires_at = token_expiry(token.expires_at, session_expiry, SystemTime::now());
         tracing::info!(registry, "ECR token obtained");
         Ok(RegistryToken::obtained_now(username, password, expires_at))
     }
@@ -378,8 +379,32 @@ pub fn decode_token(encoded: &str) -> anyhow::Result<(String, Secret)> {
     }
 }
 
+/// A timestamp of an AWS answer (`expiresAt`, a session's `Expiration`), when the platform's
+/// clock can hold it.
 fn to_system_time(t: &aws_smithy_types::DateTime) -> Option<SystemTime> {
     SystemTime::try_from(*t).ok()
+}
+
+/// The token's expiry as this run counts it, seen at `now`: ECR's `expiresAt`, no later than the
+/// role session that obtained it (`session_expiry`), and kept between the Unix epoch and
+/// [`MAX_TOKEN_LIFE`] after `now`.
+///
+/// The SDK turns any JSON number into a timestamp (`1e300` and `-1e300` become the largest and
+/// smallest it holds); unclamped, the first made `cacheDuration` 292 years and the second
+/// overflowed the `cacheDuration` subtraction.
+fn token_expiry(
+    expires_at: Option<SystemTime>,
+    session_expiry: Option<SystemTime>,
+    now: SystemTime,
+) -> Option<SystemTime> {
+    let expires_at = expires_at?;
+    // The answer may not outlive the role session that obtained it.
+    let expires_at = session_expiry.map_or(expires_at, |s| s.min(expires_at));
+    let expires_at = expires_at.max(SystemTime::UNIX_EPOCH);
+    Some(match now.checked_add(MAX_TOKEN_LIFE) {
+        Some(latest) => expires_at.min(latest),
+        None => expires_at,
+    })
 }
 
 /// The API endpoint host we expect the SDK to call, for error messages.
@@ -401,4 +426,53 @@ fn endpoint_description(
     }
     crate::endpoint::resolve(kind, region, endpoints.fips, endpoints.dual_stack)
         .unwrap_or_else(|e| format!("unresolved ({e})"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_smithy_types::DateTime;
+    use kcp_kubelet::duration::GoDuration;
+
+    /// 2027-01-15T08:00:00Z.
+    fn now() -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+    }
+
+    /// The `cacheDuration` (upstream's half the remaining life) for an `expiresAt` of `secs`, as
+    /// the SDK reads a JSON number (`DateTime::from_secs_f64`), with an optional role session.
+    fn cache_duration(secs: f64, session_expiry: Option<SystemTime>) -> GoDuration {
+        let expires_at = to_system_time(&DateTime::from_secs_f64(secs));
+        let expiry = token_expiry(expires_at, session_expiry, now());
+        CachePolicy::HalfRemaining.cache_duration(expiry, now())
+    }
+
+    /// Odd `expiresAt` numbers: capped at [`MAX_TOKEN_LIFE`] (half of it as `cacheDuration`) or
+    /// expired, never a panic. Before, `1e300` and `2^64` gave 292 years and `-1e300` and
+    /// `i64::MIN` overflowed (a panic in debug builds, a wrapped huge duration in release).
+    #[test]
+    fn odd_expires_at_values_are_capped_or_expired_never_a_panic() {
+        let half_of_max = GoDuration::from_secs(6 * 60 * 60);
+        for (secs, want) in [
+            (1e300, half_of_max),
+            (18_446_744_073_709_551_616.0, half_of_max),
+            (9_223_372_036_854_775_807.0, half_of_max),
+            (1_800_000_000.0 + 86_400.0, half_of_max),
+            (-1e300, GoDuration::ZERO),
+            (-9_223_372_036_854_775_808.0, GoDuration::ZERO),
+            (-5.0, GoDuration::ZERO),
+            (0.0, GoDuration::ZERO),
+            (3.5, GoDuration::ZERO),
+            (1_800_000_000.0 + 3600.5, GoDuration::from_secs(1800)),
+        ] {
+            assert_eq!(cache_duration(secs, None), want, "expiresAt {secs:?}");
+        }
+        // A role session ending first still ends the answer; a session "ending" before 1970 is
+        // an expired one.
+        let session = Some(now() + Duration::from_secs(3600));
+        assert_eq!(cache_duration(1e300, session), GoDuration::from_secs(1800));
+        let ancient = to_system_time(&DateTime::from_secs_f64(-1e300));
+        assert_eq!(cache_duration(1e300, ancient), GoDuration::ZERO);
+        assert_eq!(token_expiry(None, session, now()), None);
+    }
 }

@@ -17,9 +17,9 @@ use kcp_plugin::http::{HttpClient, Route};
 use kcp_plugin::logging::error_chain;
 use serde_json::{Map, Value};
 
-use crate::endpoint;
 use crate::metadata::Metadata;
 use crate::token;
+use kcp_plugin::endpoint;
 use kcp_plugin::http::Call;
 
 /// The attribute holding a dockercfg document.
@@ -68,7 +68,7 @@ pub async fn from_url_attribute(
         anyhow!("the instance metadata attribute {DOCKERCFG_URL_ATTRIBUTE} is not UTF-8 text")
     })?;
     let what = format!("the URL in the instance metadata attribute {DOCKERCFG_URL_ATTRIBUTE}");
-    let url = endpoint::secure_url(text.trim(), &what)?;
+    let url = endpoint::secure_url(&text, &what)?;
     let shown = endpoint::describe(&url);
     tracing::info!(url = %shown, "fetching the dockercfg document");
     // No Metadata-Flavor here: the document lives outside the metadata server.

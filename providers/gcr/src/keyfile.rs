@@ -22,8 +22,8 @@ use ring::signature::{RSA_PKCS1_SHA256, RsaKeyPair};
 use serde_json::Value;
 use url::Url;
 
-use crate::endpoint;
 use crate::token::{self, AccessToken};
+use kcp_plugin::endpoint;
 use kcp_plugin::http::Call;
 
 /// Google's token endpoint, used when a key file names none.
@@ -91,8 +91,19 @@ impl ServiceAccountKey {
                 "the key file {shown} is an external_account (Workload Identity Federation) configuration, not a service-account key: \
                  use --identity-provider/--project-id or --wif-audience with a kubelet service-account token instead"
             ),
-            Some(other) => bail!(
-                "the key file {shown} has type {other:?}; only \"service_account\" keys are supported (create one with gcloud iam service-accounts keys create)"
+            // Named only when it is a type's name: the field may hold anything.
+            Some(other)
+                if other.len() <= 40
+                    && other
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+            {
+                bail!(
+                    "the key file {shown} has type {other:?}; only \"service_account\" keys are supported (create one with gcloud iam service-accounts keys create)"
+                )
+            }
+            Some(_) => bail!(
+                "the key file {shown} has an unknown type; only \"service_account\" keys are supported (create one with gcloud iam service-accounts keys create)"
             ),
             None => bail!(
                 "the key file {shown} has no \"type\"; expected a service-account key (\"type\": \"service_account\")"
@@ -205,6 +216,15 @@ fn pem_body(pem: &str) -> anyhow::Result<(&str, Vec<u8>)> {
         .find("-----")
         .ok_or_else(|| anyhow!("not PEM (malformed BEGIN line)"))?;
     let label = &rest[..label_end];
+    // RFC 7468 labels are words such as `PRIVATE KEY`; anything else (a line break, a secret
+    // pasted in the wrong place) would end up in the error line.
+    if label.len() > 64
+        || !label
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b' ')
+    {
+        bail!("not PEM (malformed BEGIN line)");
+    }
     let body = &rest[label_end + 5..];
     let end_marker = format!("-----END {label}-----");
     let end = body
@@ -221,6 +241,50 @@ fn pem_body(pem: &str) -> anyhow::Result<(&str, Vec<u8>)> {
 mod tests {
     use super::*;
 
+    /// The PEM label is echoed in errors (`no -----END <label>----- line`, `PEM block <label>`);
+    /// one holding a line break or key material used to reach the error line as it was.
+    #[test]
+    fn a_malformed_pem_label_is_a_one_line_error_quoting_nothing() {
+        for pem in [
+            "-----BEGIN PRIVATE\nKEY-----\nc2VjcmV0LWtleS1ieXRlcw==\n",
+            "-----BEGIN c2VjcmV0LWtleS1ieXRlcw-----\nAAAA\n-----END c2VjcmV0LWtleS1ieXRlcw-----\n",
+            "-----BEGIN PRIVATE KEY\r-----\n",
+        ] {
+            let e = format!("{:#}", parse_private_key(pem).unwrap_err());
+            assert_eq!(e, "not PEM (malformed BEGIN line)", "{pem:?}");
+        }
+        let e = format!(
+            "{:#}",
+            parse_private_key("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----")
+                .unwrap_err()
+        );
+        assert_eq!(e, "PEM block \"EC PRIVATE KEY\" is not an RSA private key");
+    }
+
+    /// A non-ASCII `token_uri` used to panic in debug builds (idna_adapter's ASCII-only mapper
+    /// asserts on an upper-case letter in a non-ASCII host).
+    #[test]
+    fn a_non_ascii_token_uri_is_an_error_not_a_panic() {
+        for uri in [
+            "https://OAUTH\u{e8}.example/token",
+            "https://OAUTH%EE.example/token",
+            "https:\\\\OAUTH%41%EE.example\\token",
+        ] {
+            let json = serde_json::json!({
+                "type": "service_account",
+                "client_email": "puller@p.iam.gserviceaccount.com",
+                "private_key": include_str!("../tests/data/test-sa-key.pem"),
+                "token_uri": uri,
+            });
+            let e = ServiceAccountKey::parse(json.to_string().as_bytes(), Path::new("/k.json"))
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "the token_uri of the key file /k.json is not a valid URL: its host is not plain ASCII"
+            );
+        }
+    }
+
     #[test]
     fn refuses_other_credential_types_clearly() {
         let p = Path::new("/k.json");
@@ -228,6 +292,11 @@ mod tests {
             (r#"{"type":"external_account"}"#, "external_account"),
             (r#"{"type":"authorized_user"}"#, "only \"service_account\""),
             (r#"{"client_email":"a@b"}"#, "has no \"type\""),
+            // A type that is no type's name is not quoted (it used to be, key bytes and all).
+            (
+                r#"{"type":"service_accounn+secret-key-bytes/c2VjcmV0"}"#,
+                "has an unknown type",
+            ),
             (
                 r#"{"type":"service_account","private_key":"x"}"#,
                 "no client_email",

@@ -8,26 +8,20 @@
 //! `GCE_METADATA_HOST`, never proxies metadata traffic, never logs a token, caches for the token's
 //! real life, answers in the request's apiVersion, and adds key files, generic Workload Identity
 //! Federation and service-account impersonation.
-
-mod dockercfg;
-mod endpoint;
-mod keyfile;
-mod metadata;
-mod provider;
-mod token;
-mod wif;
+//!
+//! The command line lives here; everything else is the `gcr_credential_provider` library.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use gcr_credential_provider::metadata::{self, Metadata};
+use gcr_credential_provider::provider::{AuthFlow, CacheSettings, GcrProvider};
+use gcr_credential_provider::wif::{self, Wif};
 use kcp_kubelet::CacheKeyType;
 use kcp_kubelet::duration::GoDuration;
+use kcp_plugin::endpoint;
 use kcp_plugin::settings::{CommonArgs, Settings};
-
-use crate::metadata::Metadata;
-use crate::provider::{AuthFlow, CacheSettings, GcrProvider};
-use crate::wif::Wif;
 
 /// Upstream's cache key type variable: `image`, `registry` or `global`.
 const CACHE_TYPE_ENV: &str = "KUBE_SIDECAR_CACHE_TYPE";

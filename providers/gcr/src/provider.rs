@@ -192,7 +192,7 @@ impl GcrProvider {
                         anyhow!(
                             "getting an access token for {} from {} (key file {}) failed: {e:#}; check that the key is not disabled or deleted and that this node can reach the token endpoint (HTTPS_PROXY/NO_PROXY)",
                             key.client_email,
-                            crate::endpoint::describe(&key.token_uri),
+                            kcp_plugin::endpoint::describe(&key.token_uri),
                             path.display()
                         )
                     })

@@ -12,6 +12,21 @@ use anyhow::{Context, anyhow, bail};
 use kcp_kubelet::Secret;
 use serde_json::Value;
 
+/// The longest life believed of a Google access token: IAM Credentials issues up to 12 hours
+/// (with the organisation's policy allowing it), everything else one hour. A longer
+/// `expires_in` or `expireTime` (a broken or hostile answer: `expires_in: 1e18` is a date in
+/// the year 3e10) is capped here, so neither the kubelet nor the token cache keeps a token for
+/// centuries.
+pub const MAX_TOKEN_LIFE: Duration = Duration::from_secs(12 * 60 * 60);
+
+/// `expires_at`, but no later than [`MAX_TOKEN_LIFE`] after `now`.
+pub fn capped_expiry(expires_at: SystemTime, now: SystemTime) -> SystemTime {
+    match now.checked_add(MAX_TOKEN_LIFE) {
+        Some(latest) => expires_at.min(latest),
+        None => expires_at,
+    }
+}
+
 /// A bearer token and, when known, when it stops working.
 #[derive(Debug, Clone)]
 pub struct AccessToken {
@@ -37,7 +52,9 @@ pub fn json_object(body: &[u8], what: &str) -> anyhow::Result<serde_json::Map<St
 /// Parses an OAuth 2.0 token answer: `{"access_token": "...", "expires_in": 3599, ...}`.
 ///
 /// An empty or missing `access_token` is an error (upstream answered with an empty password); a
-/// missing `expires_in` is not, the lifetime is then unknown.
+/// missing `expires_in` is not, the lifetime is then unknown. `expires_in` is whole seconds (a
+/// fraction is dropped, a numeric string accepted); a negative number, or one past any date, is
+/// an error; a life longer than [`MAX_TOKEN_LIFE`] is capped to it.
 pub fn parse_oauth_token(body: &[u8], now: SystemTime, what: &str) -> anyhow::Result<AccessToken> {
     let object = json_object(body, what)?;
     let token = match object.get("access_token") {
@@ -57,6 +74,7 @@ pub fn parse_oauth_token(body: &[u8], now: SystemTime, what: &str) -> anyhow::Re
                     now.checked_add(Duration::from_secs(s))
                         .ok_or_else(|| anyhow!("too far in the future to be a time"))
                 })
+                .map(|expires_at| capped_expiry(expires_at, now))
                 .with_context(|| format!("{what}: bad expires_in"))?,
         ),
     };
@@ -79,13 +97,17 @@ pub fn field_names(object: &serde_json::Map<String, Value>) -> String {
         .join(", ")
 }
 
-/// A non-negative whole number of seconds, as a JSON number or numeric string.
+/// A non-negative number of seconds (whole, or its whole part), as a JSON number or a string of
+/// digits.
 fn seconds(value: &Value) -> anyhow::Result<u64> {
     match value {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
-            .ok_or_else(|| anyhow!("expected a non-negative number of seconds")),
+        Value::Number(n) => match (n.as_u64(), n.as_f64()) {
+            (Some(whole), _) => Ok(whole),
+            (None, Some(f)) if f < 0.0 => bail!("expected a non-negative number of seconds"),
+            // A fraction of a second is dropped.
+            (None, Some(f)) if f < u64::MAX as f64 => Ok(f as u64),
+            _ => bail!("too far in the future to be a time"),
+        },
         Value::String(s) => s
             .trim()
             .parse::<u64>()
@@ -137,6 +159,54 @@ mod tests {
             let e = format!("{:#}", parse_oauth_token(body, now, "answer").unwrap_err());
             assert!(e.contains(want), "{e}");
             assert!(!e.contains("ya29.secret"), "{e}");
+        }
+    }
+
+    /// Every odd `expires_in`: a time within [`MAX_TOKEN_LIFE`], or a one-line error naming the
+    /// field. Only the capping is new: a day, or `1e18` seconds (a date in the year 3e10, which
+    /// the kubelet was told to cache for GoDuration's 292-year ceiling), used to be believed.
+    #[test]
+    fn odd_expires_in_values_are_capped_or_errors_never_a_panic() {
+        let now = at(1_800_000_000);
+        let capped = Some(now + MAX_TOKEN_LIFE);
+        for (value, want) in [
+            ("86400", Ok(capped)),
+            ("43201", Ok(capped)),
+            ("1000000000000000000", Ok(capped)),
+            ("9.2e18", Ok(capped)),
+            ("43200", Ok(capped)),
+            ("0", Ok(Some(now))),
+            ("3.5", Ok(Some(at(1_800_000_003)))),
+            ("-0.0", Ok(Some(now))),
+            ("\"3600\"", Ok(Some(at(1_800_003_600)))),
+            ("null", Ok(None)),
+            ("1e300", Err("too far in the future to be a time")),
+            (
+                "18446744073709551616",
+                Err("too far in the future to be a time"),
+            ),
+            (
+                "18446744073709551615",
+                Err("too far in the future to be a time"),
+            ),
+            ("-5", Err("expected a non-negative number of seconds")),
+            (
+                "-9223372036854775808",
+                Err("expected a non-negative number of seconds"),
+            ),
+            ("\"-5\"", Err("expected a number of seconds")),
+            ("\"3.5\"", Err("expected a number of seconds")),
+            ("\"1e300\"", Err("expected a number of seconds")),
+            ("[3600]", Err("expected a number of seconds")),
+        ] {
+            let body = format!(r#"{{"access_token":"ya29.secret","expires_in":{value}}}"#);
+            match (parse_oauth_token(body.as_bytes(), now, "answer"), want) {
+                (Ok(token), Ok(want)) => assert_eq!(token.expires_at, want, "{value}"),
+                (Err(e), Err(want)) => {
+                    assert_eq!(format!("{e:#}"), format!("answer: bad expires_in: {want}"));
+                }
+                (got, want) => panic!("{value}: {:?}, want {want:?}", got.map(|t| t.expires_at)),
+            }
         }
     }
 

@@ -17,8 +17,8 @@ use reqwest::Method;
 use serde_json::Value;
 use url::Url;
 
-use crate::endpoint;
 use crate::token::{self, AccessToken};
+use kcp_plugin::endpoint;
 use kcp_plugin::http::{Call, CallError};
 
 /// Default STS token endpoint.
@@ -181,30 +181,41 @@ impl Wif {
             };
             anyhow!("{what} failed: {}{hint}", error_chain(&e))
         })?;
-        let object = token::json_object(&response.body, "the generateAccessToken answer")?;
-        let token = match object.get("accessToken") {
-            Some(Value::String(t)) if !t.is_empty() => Secret::new(t.as_str()),
-            _ => bail!(
-                "the generateAccessToken answer has no accessToken (fields present: {})",
-                token::field_names(&object)
-            ),
-        };
-        let expires_at = match object.get("expireTime") {
-            Some(Value::String(t)) => Some(kcp_plugin::time::parse_rfc3339(t).ok_or_else(|| {
-                anyhow!(
-                    "the generateAccessToken answer has an expireTime that is not an RFC 3339 time"
-                )
-            })?),
-            _ => None,
-        };
-        // IAM issues the impersonated token for its own lifetime, independent of the federated
-        // token that authorised the call, so its own expiry is the one that counts.
-        Ok(AccessToken {
-            token,
-            expires_at,
-            received_at: SystemTime::now(),
-        })
+        parse_generate_access_token(&response.body, SystemTime::now())
     }
+}
+
+/// Parses IAM Credentials' `generateAccessToken` answer (`{"accessToken": "...", "expireTime":
+/// "2026-01-02T03:04:05Z"}`), received at `now`.
+///
+/// IAM issues the impersonated token for its own lifetime, independent of the federated token
+/// that authorised the call, so its own expiry is the one that counts: an RFC 3339 string, capped
+/// at [`token::MAX_TOKEN_LIFE`] from `now`; missing or `null` means unknown; anything else is an
+/// error. Errors name fields, never values.
+pub fn parse_generate_access_token(body: &[u8], now: SystemTime) -> anyhow::Result<AccessToken> {
+    let what = "the generateAccessToken answer";
+    let object = token::json_object(body, what)?;
+    let token = match object.get("accessToken") {
+        Some(Value::String(t)) if !t.is_empty() => Secret::new(t.as_str()),
+        _ => bail!(
+            "{what} has no accessToken (fields present: {})",
+            token::field_names(&object)
+        ),
+    };
+    let expires_at = match object.get("expireTime") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(t)) => {
+            let at = kcp_plugin::time::parse_rfc3339(t)
+                .ok_or_else(|| anyhow!("{what} has an expireTime that is not an RFC 3339 time"))?;
+            Some(token::capped_expiry(at, now))
+        }
+        Some(_) => bail!("{what} has an expireTime that is not a string (an RFC 3339 time)"),
+    };
+    Ok(AccessToken {
+        token,
+        expires_at,
+        received_at: now,
+    })
 }
 
 /// What to check after an STS failure.
@@ -229,6 +240,8 @@ pub fn scrub(message: &str, secret: &Secret) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::time::Duration;
 
     #[test]
     fn gke_audience_format() {
@@ -256,6 +269,55 @@ mod tests {
         ] {
             assert!(check_service_account(bad, "x").is_err(), "{bad}");
         }
+    }
+
+    /// Odd `expireTime` values: a time within [`token::MAX_TOKEN_LIFE`], unknown, or a one-line
+    /// error quoting nothing. New: a far date (2999, 9999) is capped instead of believed, and a
+    /// number is an error instead of an unknown expiry.
+    #[test]
+    fn odd_expire_times_are_capped_unknown_or_errors() {
+        // 2027-01-15T08:00:00Z.
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let capped = Some(now + token::MAX_TOKEN_LIFE);
+        for (value, want) in [
+            (r#""2999-01-01T00:00:00Z""#, Ok(capped)),
+            (r#""9999-12-31T23:59:59.999999999+00:00""#, Ok(capped)),
+            // A day after `now`.
+            (r#""2027-01-16T08:00:00Z""#, Ok(capped)),
+            // An hour after `now` (2027-01-15T08:00:00Z).
+            (
+                r#""2027-01-15T10:00:00+01:00""#,
+                Ok(Some(now + Duration::from_secs(3600))),
+            ),
+            (
+                r#""0000-01-01T00:00:00Z""#,
+                Ok(kcp_plugin::time::from_unix_secs(-62_167_219_200)),
+            ),
+            ("null", Ok(None)),
+            ("3600", Err("expireTime that is not a string")),
+            ("1e300", Err("expireTime that is not a string")),
+            ("-5", Err("expireTime that is not a string")),
+            (r#""3600""#, Err("expireTime that is not an RFC 3339 time")),
+            (
+                r#""99999-01-01T00:00:00Z""#,
+                Err("expireTime that is not an RFC 3339 time"),
+            ),
+        ] {
+            let body = format!(r#"{{"accessToken":"ya29.impersonated","expireTime":{value}}}"#);
+            match (parse_generate_access_token(body.as_bytes(), now), want) {
+                (Ok(t), Ok(want)) => assert_eq!(t.expires_at, want, "{value}"),
+                (Err(e), Err(want)) => {
+                    let e = format!("{e:#}");
+                    assert!(e.contains(want) && !e.contains("ya29"), "{value}: {e}");
+                }
+                (got, want) => panic!("{value}: {:?}, want {want:?}", got.map(|t| t.expires_at)),
+            }
+        }
+        let e = parse_generate_access_token(br#"{"token":"ya29.x"}"#, now).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the generateAccessToken answer has no accessToken (fields present: \"token\")"
+        );
     }
 
     #[test]
