@@ -2,10 +2,18 @@
 //!
 //! One client setup for every provider: rustls with the ring provider (aws-lc-rs costs ~20 ms of CPU
 //! in every exec), the system trust store plus `SSL_CERT_FILE`, short connect timeouts, and request
-//! timeouts capped by the run's [`Deadline`]. Proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`,
-//! `ALL_PROXY`, `NO_PROXY`, either case) are honoured, except for cloud metadata endpoints: those
-//! are link-local and node-only, and sending their traffic (and the tokens in it) to a proxy is
-//! both wrong and dangerous, so [`Route::Metadata`] and every link-local address go direct.
+//! timeouts capped by the run's [`Deadline`].
+//!
+//! Where a request may go (docs/operations.md, "Proxies"):
+//! - Plain `http://` on [`Route::Internet`] goes only to node-local addresses: loopback (a local
+//!   relay, the tests' fakes) and link-local metadata (169.254.0.0/16, fe80::/10, AWS's
+//!   fd00:ec2::254 and fd00:ec2::23). Anything else is refused before a byte is sent
+//!   ([`HttpError::PlainHttp`]): the request would carry a token in cleartext.
+//! - Node-local addresses and [`Route::Metadata`] always go direct, whatever `NO_PROXY` says: a
+//!   proxy cannot reach them, and sending their tokens to one would put them on the network.
+//! - Everything else is https and goes through `HTTPS_PROXY` (or `ALL_PROXY`, either case) unless
+//!   `NO_PROXY` names it. `HTTP_PROXY` therefore never applies. A malformed proxy variable fails
+//!   only the first request that would use it, with a line naming the variable.
 //!
 //! Clients are built on first use and plain-`http://` requests use one without a trust store, so
 //! a run that only talks to a metadata server never reads the system's CA certificates (a 200 KB
@@ -27,6 +35,7 @@ use reqwest::{Method, Url};
 use std::cell::Cell;
 
 use crate::deadline::Deadline;
+use crate::endpoint::{describe, is_loopback};
 use crate::retry::{Retry, RetryPolicy, retry, retry_after};
 
 /// Default connect timeout.
@@ -83,18 +92,25 @@ pub enum Route {
 }
 
 /// Proxy settings, normally read from the environment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct ProxyConfig {
-    /// Proxy for `https://` URLs.
-    pub https: Option<String>,
-    /// Proxy for `http://` URLs.
-    pub http: Option<String>,
+    /// The proxy for https requests (the only ones ever proxied, see the module docs).
+    pub https: Option<ProxyUrl>,
     /// Hosts that bypass the proxy, in curl's `NO_PROXY` syntax.
     pub no_proxy: Option<String>,
 }
 
+/// A proxy URL and the environment variable it was read from, which errors name.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ProxyUrl {
+    /// `HTTPS_PROXY`, `https_proxy`, `ALL_PROXY` or `all_proxy`.
+    pub variable: &'static str,
+    /// The proxy, e.g. `http://proxy.corp:3128`; may hold a user name and password.
+    pub url: String,
+}
+
 impl ProxyConfig {
-    /// Reads `HTTPS_PROXY`/`https_proxy`, `HTTP_PROXY`/`http_proxy`, `ALL_PROXY`/`all_proxy` and
+    /// Reads `HTTPS_PROXY`/`https_proxy` (else `ALL_PROXY`/`all_proxy`) and
     /// `NO_PROXY`/`no_proxy`; the lowercase spelling wins, as in curl.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -102,17 +118,45 @@ impl ProxyConfig {
 
     /// As [`Self::from_env`], from any lookup function (tests, the checker's merged environment).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let get = |name: &str| {
-            lookup(&name.to_ascii_lowercase())
-                .or_else(|| lookup(name))
-                .filter(|v| !v.trim().is_empty())
+        let get = |names: [&'static str; 2]| {
+            names.into_iter().find_map(|variable| {
+                lookup(variable)
+                    .filter(|v| !v.trim().is_empty())
+                    .map(|url| ProxyUrl { variable, url })
+            })
         };
-        let all = get("ALL_PROXY");
         ProxyConfig {
-            https: get("HTTPS_PROXY").or_else(|| all.clone()),
-            http: get("HTTP_PROXY").or(all),
-            no_proxy: get("NO_PROXY"),
+            https: get(["https_proxy", "HTTPS_PROXY"]).or_else(|| get(["all_proxy", "ALL_PROXY"])),
+            no_proxy: get(["no_proxy", "NO_PROXY"]).map(|v| v.url),
         }
+    }
+
+    /// An https proxy as if `HTTPS_PROXY` named it (tests, tools).
+    pub fn https(url: impl Into<String>) -> Self {
+        ProxyConfig {
+            https: Some(ProxyUrl {
+                variable: "HTTPS_PROXY",
+                url: url.into(),
+            }),
+            no_proxy: None,
+        }
+    }
+}
+
+/// Proxy URLs may carry a password: Debug output (and so any `{:?}` of a client) shows only
+/// which variable set one.
+impl std::fmt::Debug for ProxyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyConfig")
+            .field("https", &self.https.as_ref().map(|p| p.variable))
+            .field("no_proxy", &self.no_proxy)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ProxyUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ProxyUrl({})", self.variable)
     }
 }
 
@@ -164,6 +208,11 @@ pub enum HttpError {
     /// The deadline had already passed.
     #[error("no time left before the overall deadline to call {0}")]
     DeadlinePassed(String),
+    /// Plain http to a host that is not node-local: refused before anything is sent.
+    #[error(
+        "refusing to call {0} over plain http: a token would cross the network unencrypted; use https (plain http goes only to loopback and link-local metadata addresses)"
+    )]
+    PlainHttp(String),
 }
 
 impl HttpError {
@@ -177,7 +226,8 @@ impl HttpError {
             HttpError::Setup(_)
             | HttpError::Tls { .. }
             | HttpError::Body { .. }
-            | HttpError::DeadlinePassed(_) => false,
+            | HttpError::DeadlinePassed(_)
+            | HttpError::PlainHttp(_) => false,
         }
     }
 
@@ -254,22 +304,20 @@ struct Clients {
     proxy: ProxyConfig,
     connect_timeout: Duration,
     request_timeout: Duration,
-    /// One lazily built client per [`Kind`], indexed by [`Kind::index`].
-    clients: [OnceLock<Result<reqwest::Client, String>>; 4],
+    /// One lazily built client per [`Kind`], indexed by `Kind as usize`.
+    clients: [OnceLock<Result<reqwest::Client, String>>; 3],
 }
 
-/// Which client a request needs: through the proxy variables or direct, and with the system
-/// trust store or none at all (plain `http://` that no TLS will ever touch).
+/// Which client a request needs. Plain http is never proxied (it only goes to node-local
+/// addresses), so there is no proxied plain client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Kind {
-    proxied: bool,
-    tls: bool,
-}
-
-impl Kind {
-    fn index(self) -> usize {
-        usize::from(self.proxied) * 2 + usize::from(self.tls)
-    }
+enum Kind {
+    /// Direct plain `http://`: no trust store is ever loaded for it.
+    Plain,
+    /// Direct https.
+    Tls,
+    /// https through the proxy variables.
+    ProxiedTls,
 }
 
 impl HttpClient {
@@ -278,8 +326,8 @@ impl HttpClient {
         Self::new(&ProxyConfig::from_env(), CONNECT_TIMEOUT, REQUEST_TIMEOUT)
     }
 
-    /// A client with explicit proxy settings and timeouts. Proxy URLs are checked here; the
-    /// connections themselves are set up on first use.
+    /// A client with explicit proxy settings and timeouts. Clients, and the proxy URL, are set up
+    /// on first use: a run that never needs the proxy never fails because of it.
     pub fn new(
         proxy: &ProxyConfig,
         connect_timeout: Duration,
@@ -288,11 +336,6 @@ impl HttpClient {
         install_crypto_provider();
         #[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
         pin_static_host_lookup();
-        for url in [&proxy.https, &proxy.http].into_iter().flatten() {
-            reqwest::Proxy::all(url).map_err(|e| {
-                HttpError::Setup(format!("invalid proxy URL from the environment: {e}"))
-            })?;
-        }
         Ok(HttpClient {
             inner: Arc::new(Clients {
                 proxy: proxy.clone(),
@@ -304,7 +347,7 @@ impl HttpClient {
     }
 
     fn client(&self, kind: Kind) -> Result<&reqwest::Client, HttpError> {
-        self.inner.clients[kind.index()]
+        self.inner.clients[kind as usize]
             .get_or_init(|| self.inner.build(kind))
             .as_ref()
             .map_err(|e| HttpError::Setup(e.clone()))
@@ -351,15 +394,16 @@ impl HttpClient {
         if timeout.is_zero() {
             return Err(HttpError::DeadlinePassed(host));
         }
-        let proxied = route == Route::Internet && !is_link_local_url(url);
-        // A plain-http request needs TLS only to reach an https:// proxy.
-        let tls =
-            url.scheme() != "http"
-                || (proxied
-                    && self.inner.proxy.http.as_deref().is_some_and(|p| {
-                        p.trim_start().to_ascii_lowercase().starts_with("https://")
-                    }));
-        let client = self.client(Kind { proxied, tls })?;
+        let node_local = is_loopback(url) || is_link_local_url(url);
+        let kind = match (url.scheme(), route) {
+            ("http", Route::Metadata) => Kind::Plain,
+            ("http", Route::Internet) if node_local => Kind::Plain,
+            ("http", Route::Internet) => return Err(HttpError::PlainHttp(describe(url))),
+            (_, Route::Metadata) => Kind::Tls,
+            (_, Route::Internet) if node_local => Kind::Tls,
+            (_, Route::Internet) => Kind::ProxiedTls,
+        };
+        let client = self.client(kind)?;
         let mut request = client.request(method.clone(), url.clone()).timeout(timeout);
         for (name, value) in headers {
             request = request.header(*name, *value);
@@ -399,28 +443,23 @@ impl Clients {
             ))
             // Our own proxy handling below replaces reqwest's implicit environment lookup.
             .no_proxy();
-        if kind.proxied {
+        if let (Kind::ProxiedTls, Some(proxy)) = (kind, &self.proxy.https) {
             let no_proxy = self
                 .proxy
                 .no_proxy
                 .as_deref()
                 .and_then(reqwest::NoProxy::from_string);
-            if let Some(url) = &self.proxy.https {
-                builder = builder.proxy(
-                    reqwest::Proxy::https(url)
-                        .map_err(|e| e.to_string())?
-                        .no_proxy(no_proxy.clone()),
-                );
-            }
-            if let Some(url) = &self.proxy.http {
-                builder = builder.proxy(
-                    reqwest::Proxy::http(url)
-                        .map_err(|e| e.to_string())?
-                        .no_proxy(no_proxy.clone()),
-                );
-            }
+            let parsed = reqwest::Proxy::https(&proxy.url).map_err(|e| {
+                // reqwest's error does not quote the URL (which may hold a password).
+                format!(
+                    "{} is not a usable proxy URL ({}): fix or unset it",
+                    proxy.variable,
+                    crate::logging::error_chain(&e)
+                )
+            })?;
+            builder = builder.proxy(parsed.no_proxy(no_proxy));
         }
-        if kind.tls {
+        if kind != Kind::Plain {
             // Our trust store (fast PEM loading, SSL_CERT_FILE/SSL_CERT_DIR) instead of the
             // platform verifier, which costs ~4 ms of CPU per process to parse the same bundle.
             let config = crate::tls::client_config().map_err(|e| e.to_string())?;
@@ -750,13 +789,15 @@ pub fn is_link_local_url(url: &Url) -> bool {
     }
 }
 
-/// 169.254.0.0/16, fe80::/10 and AWS's IPv6 IMDS address fd00:ec2::254.
+/// 169.254.0.0/16, fe80::/10 and AWS's node-local IPv6 addresses: fd00:ec2::254 (IMDS) and
+/// fd00:ec2::23 (the EKS Pod Identity agent).
 pub fn is_link_local(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_link_local(),
         IpAddr::V6(v6) => {
             (v6.segments()[0] & 0xffc0) == 0xfe80
                 || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254)
+                || v6 == std::net::Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23)
         }
     }
 }

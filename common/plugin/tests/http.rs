@@ -1,6 +1,7 @@
 //! `kcp_plugin::http` against scripted fakes on 127.0.0.1: statuses and their classification, the
-//! body cap, redirects, redaction of error bodies, proxy routing (a fake forward proxy that sees
-//! absolute-form requests) and timeouts capped by the run's deadline.
+//! body cap, redirects, redaction of error bodies, proxy routing (a `CONNECT` proxy that records
+//! where it was asked to go), plain http refused off the node, and timeouts capped by the run's
+//! deadline.
 //!
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -10,10 +11,12 @@ use std::time::{Duration, Instant};
 
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::{
-    HttpClient, HttpError, HttpResponse, MAX_BODY_BYTES, ProxyConfig, Route, is_link_local,
-    is_link_local_url, redact_token_like,
+    HttpClient, HttpError, HttpResponse, MAX_BODY_BYTES, ProxyConfig, ProxyUrl, Route,
+    is_link_local, is_link_local_url, redact_token_like,
 };
 use kcp_testkit::fake::{FakeResponse, FakeServer};
+use kcp_testkit::proxy::ConnectProxy;
+use kcp_testkit::tls::{TestCa, TlsFakeServer};
 use reqwest::{Method, Url};
 
 fn block_on<F: Future>(future: F) -> F::Output {
@@ -291,86 +294,111 @@ fn connection_failures_are_transient_and_never_show_the_query() {
     assert!(!err.to_string().contains("SECRET123"));
 }
 
-/// A forward proxy: records what it is sent and answers in place of the origin.
-fn proxy() -> FakeServer {
-    FakeServer::start(|req| FakeResponse::new(200, format!("via proxy: {}", req.target)))
+/// The routing rules of the module docs, seen from a `CONNECT` proxy that records every target
+/// and tunnels none of them (no route is configured, so it answers 502).
+fn proxy() -> ConnectProxy {
+    ConnectProxy::start(&[])
 }
 
 #[test]
-fn internet_requests_go_through_the_proxy_in_absolute_form() {
+fn https_requests_go_through_the_proxy() {
     let proxy = proxy();
-    let http = client(ProxyConfig {
-        http: Some(proxy.url()),
-        https: None,
-        no_proxy: None,
-    });
-    // An unresolvable origin: only the proxy can answer.
-    let response = get(&http, Route::Internet, "http://origin.invalid/v1/token?x=1").unwrap();
-    assert_eq!(
-        response.body,
-        b"via proxy: http://origin.invalid/v1/token?x=1"
-    );
-    let seen = proxy.requests();
-    assert_eq!(seen.len(), 1);
-    assert_eq!(seen[0].target, "http://origin.invalid/v1/token?x=1");
-    assert_eq!(seen[0].header("host"), Some("origin.invalid"));
-    assert_eq!(seen[0].header("x-test"), Some("1"));
+    let http = client(ProxyConfig::https(proxy.url()));
+    // An unresolvable origin: only the proxy can be asked for it.
+    let err = get(
+        &http,
+        Route::Internet,
+        "https://origin.invalid/v1/token?x=1",
+    )
+    .unwrap_err();
+    assert!(matches!(err, HttpError::Transport { .. }), "{err:?}");
+    assert_eq!(proxy.targets(), ["origin.invalid:443"]);
 }
 
+/// Plain http to anything but a node-local address would carry a token in cleartext: refused
+/// before a connection is made, proxy or not. It used to be sent (through `HTTP_PROXY` when set).
 #[test]
-fn metadata_requests_bypass_the_proxy() {
+fn plain_http_to_a_remote_host_is_refused_before_anything_is_sent() {
     let proxy = proxy();
-    let metadata = FakeServer::start(|_| FakeResponse::new(200, "direct"));
-    let http = client(ProxyConfig {
-        http: Some(proxy.url()),
-        https: Some(proxy.url()),
-        no_proxy: None,
-    });
-    let url = format!(
-        "{}/computeMetadata/v1/instance/service-accounts/default/token",
-        metadata.url()
-    );
-    let response = get(&http, Route::Metadata, &url).unwrap();
-    assert_eq!(response.body, b"direct");
-    assert!(proxy.requests().is_empty(), "{:?}", proxy.requests());
-    assert_eq!(
-        metadata.requests()[0].target,
-        "/computeMetadata/v1/instance/service-accounts/default/token",
-        "origin-form, as sent to a server directly"
-    );
-    // The same URL on the internet route does go to the proxy: the route decides.
-    let response = get(&http, Route::Internet, &url).unwrap();
-    assert_eq!(response.body, format!("via proxy: {url}").into_bytes());
-    assert_eq!(proxy.requests().len(), 1);
+    for config in [ProxyConfig::https(proxy.url()), ProxyConfig::default()] {
+        let http = client(config);
+        for (url, shown) in [
+            (
+                "http://origin.invalid/v1/token?sig=x",
+                "http://origin.invalid/v1/token",
+            ),
+            ("http://10.0.0.1:8080/t", "http://10.0.0.1:8080/t"),
+            ("http://[fd00::1]/t", "http://[fd00::1]/t"),
+            (
+                "http://localhost.evil.example/t",
+                "http://localhost.evil.example/t",
+            ),
+        ] {
+            let err = get(&http, Route::Internet, url).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "refusing to call {shown} over plain http: a token would cross the network unencrypted; use https (plain http goes only to loopback and link-local metadata addresses)"
+                )
+            );
+            assert!(!err.is_transient());
+        }
+    }
+    assert!(proxy.targets().is_empty(), "{:?}", proxy.targets());
 }
 
+/// Loopback (a local relay, a node-local token endpoint) and link-local metadata go direct
+/// whatever the proxy variables and `NO_PROXY` say. Loopback used to follow `HTTPS_PROXY`, so a
+/// node-local token travelled to the proxy.
 #[test]
-fn no_proxy_and_scheme_specific_proxies_are_honoured() {
+fn loopback_and_metadata_go_direct_with_a_proxy_set() {
     let proxy = proxy();
     let origin = FakeServer::start(|_| FakeResponse::new(200, "direct"));
-    let bypassed = client(ProxyConfig {
-        http: Some(proxy.url()),
-        https: None,
-        no_proxy: Some("example.com,127.0.0.1".to_owned()),
-    });
+    let mut config = ProxyConfig::https(proxy.url());
+    config.no_proxy = Some("example.com".to_owned());
+    let http = client(config);
+    let port = origin.addr().port();
+    for url in [
+        origin.url(),
+        format!("http://localhost:{port}/x"),
+        format!("http://LOCALHOST:{port}/x"),
+    ] {
+        assert_eq!(get(&http, Route::Internet, &url).unwrap().body, b"direct");
+    }
     assert_eq!(
-        get(&bypassed, Route::Internet, &origin.url()).unwrap().body,
+        get(&http, Route::Metadata, &origin.url()).unwrap().body,
         b"direct"
     );
-    // An https-only proxy does not take plain http traffic.
-    let https_only = client(ProxyConfig {
-        http: None,
-        https: Some(proxy.url()),
-        no_proxy: None,
+    // https to loopback goes direct too: the handshake with the (untrusted) test CA fails at the
+    // server itself, never at the proxy.
+    let ca = TestCa::new();
+    let tls = TlsFakeServer::start(&ca, &["127.0.0.1", "localhost"], |_| {
+        FakeResponse::new(200, "tls")
     });
+    let err = get(&http, Route::Internet, &tls.https_url()).unwrap_err();
+    assert!(matches!(err, HttpError::Tls { .. }), "{err:?}");
+    assert!(proxy.targets().is_empty(), "{:?}", proxy.targets());
+    assert_eq!(origin.requests().len(), 4);
     assert_eq!(
-        get(&https_only, Route::Internet, &origin.url())
-            .unwrap()
-            .body,
-        b"direct"
+        origin.requests()[0].target,
+        "/",
+        "origin-form, as sent to a server directly"
     );
-    assert!(proxy.requests().is_empty());
-    assert_eq!(origin.requests().len(), 2);
+}
+
+#[test]
+fn no_proxy_takes_a_host_off_the_proxy() {
+    let proxy = proxy();
+    let mut config = ProxyConfig::https(proxy.url());
+    config.no_proxy = Some("a.invalid,.b.invalid".to_owned());
+    let http = client(config);
+    for bypassed in ["https://a.invalid/x", "https://x.b.invalid/x"] {
+        let err = get(&http, Route::Internet, bypassed).unwrap_err();
+        assert!(matches!(err, HttpError::Transport { .. }), "{err:?}");
+    }
+    assert!(proxy.targets().is_empty(), "{:?}", proxy.targets());
+    let _ = get(&http, Route::Internet, "https://c.invalid/x");
+    assert_eq!(proxy.targets(), ["c.invalid:443"]);
 }
 
 #[test]
@@ -383,6 +411,12 @@ fn proxy_settings_from_the_environment_spellings() {
                 .map(|(_, v)| (*v).to_owned())
         })
     };
+    let https = |variable: &'static str, url: &str| {
+        Some(ProxyUrl {
+            variable,
+            url: url.into(),
+        })
+    };
     assert_eq!(
         env(&[
             ("HTTPS_PROXY", "http://upper:1"),
@@ -390,28 +424,52 @@ fn proxy_settings_from_the_environment_spellings() {
             ("NO_PROXY", "a.io")
         ]),
         ProxyConfig {
-            https: Some("http://lower:1".into()),
-            http: None,
+            https: https("https_proxy", "http://lower:1"),
             no_proxy: Some("a.io".into()),
         }
     );
     assert_eq!(
-        env(&[("ALL_PROXY", "http://all:1"), ("HTTP_PROXY", "  ")]),
+        env(&[("ALL_PROXY", "http://all:1"), ("HTTPS_PROXY", "  ")]),
         ProxyConfig {
-            https: Some("http://all:1".into()),
-            http: Some("http://all:1".into()),
+            https: https("ALL_PROXY", "http://all:1"),
             no_proxy: None,
         }
     );
-    let bad = HttpClient::new(
-        &ProxyConfig {
-            http: Some("http://exa mple:1".into()),
-            ..ProxyConfig::default()
-        },
-        Duration::from_secs(1),
-        Duration::from_secs(1),
+    // Plain http is never proxied, so HTTP_PROXY plays no part.
+    assert_eq!(
+        env(&[("HTTP_PROXY", "http://plain:1"), ("http_proxy", "x")]),
+        ProxyConfig::default()
     );
-    assert!(matches!(bad, Err(HttpError::Setup(_))), "{bad:?}");
+}
+
+/// A malformed proxy variable fails only requests that would use the proxy, with one line naming
+/// the variable and never quoting its value (it may hold a password). It used to fail the client
+/// itself, and so metadata-only runs.
+#[test]
+fn a_malformed_proxy_fails_only_the_requests_that_use_it() {
+    let origin = FakeServer::start(|_| FakeResponse::new(200, "direct"));
+    let bad = ProxyConfig::from_lookup(|name| {
+        (name == "https_proxy").then(|| "http://user:proxy-s3cret@exa mple:1".to_owned())
+    });
+    let http = HttpClient::new(&bad, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+    assert_eq!(
+        get(&http, Route::Metadata, &origin.url()).unwrap().body,
+        b"direct"
+    );
+    assert_eq!(
+        get(&http, Route::Internet, &origin.url()).unwrap().body,
+        b"direct"
+    );
+    let err = get(&http, Route::Internet, "https://registry.invalid/v2/").unwrap_err();
+    assert!(matches!(err, HttpError::Setup(_)), "{err:?}");
+    let line = err.to_string();
+    assert!(
+        line.starts_with("HTTP client setup failed: https_proxy is not a usable proxy URL (")
+            && line.ends_with("): fix or unset it"),
+        "{line}"
+    );
+    assert!(!line.contains("s3cret") && !line.contains('\n'), "{line}");
+    assert!(!format!("{http:?}").contains("s3cret"));
 }
 
 #[test]
@@ -496,7 +554,13 @@ fn nothing_is_sent_once_the_deadline_has_passed() {
 
 #[test]
 fn link_local_addresses_are_recognised() {
-    for ip in ["169.254.169.254", "169.254.0.1", "fe80::1", "fd00:ec2::254"] {
+    for ip in [
+        "169.254.169.254",
+        "169.254.0.1",
+        "fe80::1",
+        "fd00:ec2::254",
+        "fd00:ec2::23",
+    ] {
         assert!(is_link_local(ip.parse::<IpAddr>().unwrap()), "{ip}");
     }
     for ip in ["10.0.0.1", "127.0.0.1", "::1", "fd00::1", "8.8.8.8"] {
@@ -516,7 +580,6 @@ fn link_local_addresses_are_recognised() {
 #[test]
 fn an_untrusted_certificate_is_a_tls_error_and_not_retried() {
     use kcp_plugin::http::Call;
-    use kcp_testkit::tls::{TestCa, TlsFakeServer};
     // The test CA is in no trust store this process reads, so the handshake must fail.
     let ca = TestCa::new();
     let server = TlsFakeServer::start(&ca, &["127.0.0.1", "localhost"], |_| {

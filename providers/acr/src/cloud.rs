@@ -126,9 +126,16 @@ async fn from_arm_metadata(
     http: &HttpClient,
     deadline: Deadline,
 ) -> anyhow::Result<Cloud> {
+    // The answer names the Entra authority the node's credentials are sent to, so it is read
+    // over https only (plain http to loopback, as every endpoint: kcp_plugin::endpoint).
+    let arm = kcp_plugin::endpoint::secure_url(endpoint, "resourceManagerEndpoint").map_err(|e| {
+        anyhow::anyhow!(
+            "{e}; the cloud config's resourceManagerEndpoint names where Entra tokens go, so it must be an https URL"
+        )
+    })?;
     let url_text = format!(
         "{}/metadata/endpoints?api-version=2019-05-01",
-        endpoint.trim_end_matches('/')
+        arm.as_str().trim_end_matches('/')
     );
     let context = || {
         format!(

@@ -105,7 +105,8 @@ fn azure_error(error: HttpError) -> azure_core::Error {
         | HttpError::Tls { .. }
         | HttpError::Status { .. }
         | HttpError::Body { .. }
-        | HttpError::DeadlinePassed(_) => ErrorKind::Other,
+        | HttpError::DeadlinePassed(_)
+        | HttpError::PlainHttp(_) => ErrorKind::Other,
     };
     azure_core::Error::new(kind, error)
 }
@@ -136,10 +137,8 @@ mod tests {
 
     #[test]
     fn debug_output_leaves_the_proxy_settings_out() {
-        let proxy = kcp_plugin::http::ProxyConfig {
-            https: Some("http://user:proxy-password@proxy.example:3128".into()),
-            ..Default::default()
-        };
+        let proxy =
+            kcp_plugin::http::ProxyConfig::https("http://user:proxy-password@proxy.example:3128");
         let client = HttpClient::new(
             &proxy,
             kcp_plugin::http::CONNECT_TIMEOUT,

@@ -461,6 +461,50 @@ fn custom_cloud_from_the_resource_manager_metadata() {
     assert_exchange(&world, "myreg.azurecr.my.cloud", ENTRA_TOKEN, Some("t"));
 }
 
+/// A resourceManagerEndpoint that is not https (its answer names where Entra tokens go) is refused
+/// before any call; it used to be fetched over plain http from any host.
+#[test]
+fn a_plain_http_resource_manager_endpoint_is_refused() {
+    let world = World::new();
+    let arm =
+        kcp_testkit::fake::FakeServer::start(|_| kcp_testkit::fake::FakeResponse::new(404, ""));
+    for (endpoint, shown) in [
+        (
+            "http://management.stack.example/",
+            "http://management.stack.example/",
+        ),
+        ("http://10.1.2.3:8080", "http://10.1.2.3:8080/"),
+    ] {
+        let config = format!(
+            r#"{{"cloud":"AzureStackCloud","resourceManagerEndpoint":"{endpoint}","tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#
+        );
+        let line = world
+            .plugin(&config)
+            .request(ApiVersion::V1, "myreg.azurecr.io/app")
+            .rejected();
+        assert_eq!(
+            line.split_once(" ERROR ").map(|(_, message)| message),
+            Some(format!(
+                "resourceManagerEndpoint {shown} uses plain http: credentials would cross the network unencrypted; use https (http is accepted for loopback hosts only); the cloud config's resourceManagerEndpoint names where Entra tokens go, so it must be an https URL"
+            ))
+            .as_deref()
+        );
+    }
+    // Loopback http is a node-local relay: allowed (this one answers 404, so the run fails
+    // later, at the metadata).
+    let config = format!(
+        r#"{{"cloud":"AzureStackCloud","resourceManagerEndpoint":"{}","tenantId":"t","aadClientId":"c","aadClientSecret":"{CLIENT_SECRET}"}}"#,
+        arm.url()
+    );
+    let line = world
+        .plugin(&config)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app")
+        .rejected();
+    assert!(line.contains("HTTP 404"), "{line}");
+    assert_eq!(arm.requests().len(), 1);
+    assert!(world.entra.requests().is_empty());
+}
+
 #[test]
 fn custom_suffix_from_an_azure_stack_environment_file() {
     let world = World::new();

@@ -69,7 +69,9 @@ fn connector_error(error: HttpError) -> ConnectorError {
         }
         HttpError::Transport { .. } | HttpError::Body { .. } => ConnectorError::io(error.into()),
         HttpError::Tls { .. } => ConnectorError::other(error.into(), None),
-        HttpError::Setup(_) | HttpError::Status { .. } => ConnectorError::user(error.into()),
+        HttpError::Setup(_) | HttpError::Status { .. } | HttpError::PlainHttp(_) => {
+            ConnectorError::user(error.into())
+        }
     }
 }
 

@@ -200,6 +200,48 @@ fn node_credentials_and_region_from_instance_metadata() {
     );
 }
 
+/// Container credentials (EKS Pod Identity, ECS) from a loopback `AWS_CONTAINER_CREDENTIALS_FULL_URI`
+/// go direct whatever the proxy variables say: the node-local credentials never reach a proxy.
+/// They used to follow `HTTP_PROXY`.
+#[test]
+fn loopback_container_credentials_go_direct_whatever_the_proxy() {
+    let fake = FakeServer::start(|r| match (r.method.as_str(), r.path()) {
+        ("GET", "/creds") if r.header("authorization") == Some("pod-identity-auth") => {
+            FakeResponse::json(format!(
+                r#"{{"AccessKeyId":"ASIACONTAINER","SecretAccessKey":"container-secret","Token":"container-session","Expiration":"{}"}}"#,
+                rfc3339(unix_now() + 6 * 3600)
+            ))
+        }
+        ("POST", "/") => ecr_token("AWS:container-password", Some(unix_now() + 12 * 3600)),
+        _ => FakeResponse::new(404, "not found"),
+    });
+    let proxy = FakeServer::start(|_| FakeResponse::new(502, "the proxy"));
+    let ok = Plugin::new(BIN)
+        .env(
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            format!("http://localhost:{}/creds", fake.addr().port()),
+        )
+        .env("AWS_CONTAINER_AUTHORIZATION_TOKEN", "pod-identity-auth")
+        .env("AWS_ENDPOINT_URL_ECR", fake.url())
+        .env("HTTP_PROXY", proxy.url())
+        .env("HTTPS_PROXY", proxy.url())
+        .request(
+            ApiVersion::V1,
+            "123456789012.dkr.ecr.us-west-2.amazonaws.com/app",
+        )
+        .accepted();
+    assert_eq!(
+        ok.auth["123456789012.dkr.ecr.us-west-2.amazonaws.com"].1,
+        "container-password"
+    );
+    assert!(proxy.requests().is_empty(), "{:?}", proxy.requests());
+    let ecr = fake.requests().into_iter().find(|r| r.method == "POST");
+    assert_eq!(
+        ecr.as_ref().and_then(sigv4_scope),
+        Some(("ASIACONTAINER".into(), "us-west-2".into(), "ecr".into()))
+    );
+}
+
 #[test]
 fn service_account_mode_sends_the_exact_sts_request_and_caps_the_cache() {
     let sts = FakeServer::start(|_| sts_credentials("ASIAASSUMEDROLE", unix_now() + 3600));
