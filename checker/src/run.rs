@@ -205,7 +205,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.stdout = if opts.show_secrets {
         stdout
     } else {
-        redact_passwords(&stdout)
+        redact_secrets(&stdout)
     };
 
     if outcome.pipes_held_open {
@@ -334,69 +334,210 @@ fn secret(value: &str, show: bool) -> String {
     }
 }
 
-/// Replaces the value of every `"password": "…"` in `text` (valid JSON or not) with
-/// [`REDACTED`], so a plugin's stdout can be shown without leaking credentials.
-pub fn redact_passwords(text: &str) -> String {
-    const NEEDLE: &str = "\"password\"";
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(NEEDLE) {
-        let (head, tail) = rest.split_at(at + NEEDLE.len());
-        out.push_str(head);
-        let after_ws = tail.trim_start();
-        let Some(after_colon) = after_ws.strip_prefix(':') else {
-            rest = tail;
-            continue;
-        };
-        let value = after_colon.trim_start();
-        let Some(inner) = value.strip_prefix('"') else {
-            rest = tail;
-            continue;
-        };
-        // Find the closing quote, skipping escaped characters.
-        let mut end = None;
-        let mut escaped = false;
-        for (i, c) in inner.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => {
-                    end = Some(i);
-                    break;
-                }
-                _ => {}
-            }
+/// Object members whose values are never shown (compared case-insensitively, `_` and `-`
+/// ignored): the kubelet's `password`, and the token and secret fields a plugin or a misbehaving
+/// one might add.
+const SECRET_KEYS: &[&str] = &[
+    "password",
+    "token",
+    "secret",
+    "accesstoken",
+    "refreshtoken",
+    "identitytoken",
+    "registrytoken",
+    "serviceaccounttoken",
+    "clientsecret",
+];
+
+/// A plugin's stdout made safe to show: parsed as JSON, every member whose key is a secret field
+/// ([`SECRET_KEYS`], after JSON unescaping, so `"pass\u0077ord"` counts) has its value replaced by
+/// [`REDACTED`] whatever its type, at any depth and in every duplicate, and the result is written
+/// back compactly. Text that is not one JSON value is not shown at all, only its size and where
+/// parsing stopped: any part of it could be a secret.
+pub fn redact_secrets(text: &str) -> String {
+    if text.trim().is_empty() {
+        return text.to_owned();
+    }
+    match serde_json::from_str::<Json>(text) {
+        Ok(mut json) => {
+            json.redact();
+            let mut out = String::new();
+            json.write(&mut out);
+            out
         }
-        out.push_str(&tail[..tail.len() - value.len()]);
-        out.push('"');
-        out.push_str(REDACTED);
-        match end {
-            Some(i) => {
-                out.push('"');
-                rest = &inner[i + 1..];
+        Err(e) => format!(
+            "<{} bytes that are not one JSON value (line {}, column {}): not shown, since any of it could be a secret; --show-secrets shows it>",
+            text.len(),
+            e.line(),
+            e.column()
+        ),
+    }
+}
+
+/// JSON that keeps every object member, duplicates included and in order (serde_json's `Value`
+/// keeps only the last of a duplicated key, which would hide the others from redaction).
+enum Json {
+    Null,
+    Bool(bool),
+    Number(serde_json::Number),
+    String(String),
+    Array(Vec<Json>),
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn redact(&mut self) {
+        match self {
+            Json::Array(items) => items.iter_mut().for_each(Json::redact),
+            Json::Object(members) => {
+                for (key, value) in members {
+                    let folded: String = key
+                        .chars()
+                        .filter(|c| !matches!(c, '_' | '-'))
+                        .collect::<String>()
+                        .to_ascii_lowercase();
+                    if SECRET_KEYS.contains(&folded.as_str()) {
+                        *value = Json::String(REDACTED.to_owned());
+                    } else {
+                        value.redact();
+                    }
+                }
             }
-            None => rest = "",
+            Json::Null | Json::Bool(_) | Json::Number(_) | Json::String(_) => {}
         }
     }
-    out.push_str(rest);
-    out
+
+    fn write(&self, out: &mut String) {
+        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+        match self {
+            Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Number(n) => out.push_str(&n.to_string()),
+            Json::String(s) => out.push_str(&quoted(s)),
+            Json::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Json::Object(members) => {
+                out.push('{');
+                for (i, (key, value)) in members.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&quoted(key));
+                    out.push(':');
+                    value.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Json;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON value")
+            }
+            fn visit_unit<E>(self) -> Result<Json, E> {
+                Ok(Json::Null)
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
+                Ok(Json::Bool(b))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<Json, E> {
+                Ok(Json::Number(n.into()))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<Json, E> {
+                Ok(Json::Number(n.into()))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<Json, E> {
+                Ok(serde_json::Number::from_f64(n).map_or(Json::Null, Json::Number))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<Json, E> {
+                Ok(Json::String(s.to_owned()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Json::Array(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry::<String, Json>()? {
+                    members.push(member);
+                }
+                Ok(Json::Object(members))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Secret members are found by their parsed key, so no JSON escape, nesting, duplicate or
+    /// value type gets one past; text that is not JSON is not shown. The old text search missed
+    /// `"pass\u0077ord"`, escaped values, all but the first duplicate and non-string values.
     #[test]
-    fn passwords_are_redacted_in_any_text() {
-        assert_eq!(
-            redact_passwords(r#"x {"a":{"username":"u","password" : "s\"ecret"}} y"#),
-            r#"x {"a":{"username":"u","password" : "<redacted>"}} y"#
-        );
-        assert_eq!(redact_passwords("no secrets"), "no secrets");
-        assert_eq!(
-            redact_passwords(r#""password":"unterminated"#),
-            r#""password":"<redacted>"#
-        );
+    fn secrets_are_redacted_by_parsing_never_by_searching() {
+        for (stdout, shown) in [
+            (
+                r#"{"auth":{"r.io":{"username":"u","password":"s3cret"}},"cacheDuration":"5m0s"}"#,
+                r#"{"auth":{"r.io":{"username":"u","password":"<redacted>"}},"cacheDuration":"5m0s"}"#,
+            ),
+            (
+                r#"{"auth":{"r.io":{"username":"u","pass\u0077ord":"s3cret"}}}"#,
+                r#"{"auth":{"r.io":{"username":"u","password":"<redacted>"}}}"#,
+            ),
+            (
+                r#"{"password":"s\u0033cret\"quoted"}"#,
+                r#"{"password":"<redacted>"}"#,
+            ),
+            (
+                r#"{"password":"first","password":"second"}"#,
+                r#"{"password":"<redacted>","password":"<redacted>"}"#,
+            ),
+            (
+                r#"{"a":[{"b":{"Password":{"nested":"s3cret"}}},{"PASSWORD":[1,2]},{"password":42}]}"#,
+                r#"{"a":[{"b":{"Password":"<redacted>"}},{"PASSWORD":"<redacted>"},{"password":"<redacted>"}]}"#,
+            ),
+            (
+                r#"{"access_token":"ya29.x","serviceAccountToken":"eyJ","client-secret":"c"}"#,
+                r#"{"access_token":"<redacted>","serviceAccountToken":"<redacted>","client-secret":"<redacted>"}"#,
+            ),
+            ("  ", "  "),
+        ] {
+            assert_eq!(redact_secrets(stdout), shown, "{stdout}");
+        }
+        for not_json in [
+            r#"{"password":"s3cret""#,
+            r#"password: s3cret"#,
+            r#"{"password":"s3cret"} {"second":1}"#,
+        ] {
+            let shown = redact_secrets(not_json);
+            assert!(
+                !shown.contains("s3cret")
+                    && shown.starts_with(&format!(
+                        "<{} bytes that are not one JSON value",
+                        not_json.len()
+                    )),
+                "{shown}"
+            );
+        }
     }
 
     #[test]

@@ -289,6 +289,10 @@ impl PluginExec {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // A group of its own, so that a timeout or a stray child can be ended with everything
+        // the plugin started (a forked child holding stdout would otherwise outlive the run).
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
         let mut child = match command.spawn() {
             Ok(child) => child,
             Err(e) => {
@@ -312,7 +316,7 @@ impl PluginExec {
                 Ok(Some(status)) => break Some(status),
                 Ok(None) if started.elapsed() >= self.timeout => {
                     timed_out = true;
-                    let _ = child.kill();
+                    kill_group(&mut child);
                     break child.wait().ok();
                 }
                 Ok(None) => std::thread::sleep(Duration::from_millis(5)),
@@ -321,6 +325,11 @@ impl PluginExec {
         };
         let stdout = stdout_rx.recv_timeout(PIPE_GRACE).ok();
         let stderr = stderr_rx.recv_timeout(PIPE_GRACE).ok();
+        if stdout.is_none() || stderr.is_none() {
+            // Reported below as the kubelet would see it; the processes holding the pipes are
+            // not left running behind us.
+            kill_group(&mut child);
+        }
         ExecOutcome {
             exit_code: status.and_then(|s| s.code()),
             start_error: None,
@@ -331,6 +340,19 @@ impl PluginExec {
             elapsed: started.elapsed(),
         }
     }
+}
+
+/// Ends the plugin and every process of its group (it was started as the leader of one). The
+/// group may be gone already; only the plugin itself is killed where there are no groups.
+fn kill_group(child: &mut std::process::Child) {
+    #[cfg(unix)]
+    if let Ok(pid) = i32::try_from(child.id()) {
+        // SAFETY: kill(2) with a negative pid signals that process group; no memory is touched.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
 }
 
 fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {

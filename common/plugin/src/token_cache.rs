@@ -9,9 +9,13 @@
 //! What is trusted on disk is deliberately narrow:
 //! - the directory must be a real directory owned by the running user (it is created `0700`, and
 //!   tightened to `0700` if it is more open);
-//! - an entry must be a regular file (no symlink) owned by the running user, mode `0600` or
-//!   stricter, small, well-formed, written for exactly this key, and have at least the safety
-//!   margin of life left. Anything else is ignored and replaced by the next fetch;
+//! - every file it opens (entry, lock, temporary file) is opened without following a symlink
+//!   and without blocking, so a planted FIFO cannot hold `open()`, and is checked on the open
+//!   descriptor: a regular file owned by the running user, mode `0600` or stricter;
+//! - an entry must also be small, well-formed, written for exactly this key, and have at least
+//!   the safety margin of life left. Anything else is ignored and replaced by the next fetch;
+//! - each write prunes expired entries and holds the directory under [`MAX_ENTRIES`] and
+//!   [`MAX_TOTAL_BYTES`], touching only the cache's own file names;
 //! - an entry's `fetchedAt` is the token's own [`RegistryToken::obtained_at`], and one written
 //!   more than a few minutes in the future is not trusted (the clock went back);
 //! - each entry carries its own refresh point, a random 0..jitter % of its lifetime before the
@@ -53,6 +57,15 @@ const ENTRY_VERSION: u32 = 1;
 const LOCK_POLL: Duration = Duration::from_millis(5);
 /// An entry written more than this far in the future means the clock went back: not trusted.
 const FUTURE_TOLERANCE: Duration = Duration::from_secs(5 * 60);
+/// At most this many entries are kept; past it, those that expire first are removed.
+pub const MAX_ENTRIES: usize = 1000;
+/// At most this many bytes of entries are kept; past it, those that expire first are removed.
+pub const MAX_TOTAL_BYTES: u64 = 4 * 1024 * 1024;
+/// Pruning looks at no more directory entries than this, so a directory filled by someone else
+/// cannot make a write slow.
+const MAX_SCANNED: usize = 10 * MAX_ENTRIES;
+/// A temporary file older than this was left by a writer that died before its rename.
+const STALE_TEMPORARY: Duration = Duration::from_secs(10 * 60);
 
 /// A registry credential with its expiry and when it was obtained, as a provider fetches it and
 /// the cache stores it. Both times are on this node's clock.
@@ -277,6 +290,7 @@ impl TokenCache {
         let token = fetch().await?;
         if lock.is_some() {
             self.store(key, &token);
+            self.prune(key, SystemTime::now());
         }
         drop(lock);
         Ok((token, Source::Upstream))
@@ -377,18 +391,12 @@ impl TokenCache {
 
     /// Takes the key's advisory lock, waiting at most half of what is left of `deadline`.
     async fn lock(&self, key: &CacheKey, deadline: Deadline) -> Option<File> {
-        let path = self.dir.join(format!("{}.lock", key.file_stem()));
-        let file = match OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&path)
-        {
-            Ok(file) => file,
-            Err(e) => {
-                tracing::warn!(path = %path.display(), "token cache: opening the lock file failed, fetching without it: {e}");
+        let path = self.lock_path(key);
+        let file = match open_lock(&path, self.owner, true) {
+            Ok(Some(file)) => file,
+            Ok(None) => return None,
+            Err(reason) => {
+                tracing::warn!(path = %path.display(), "token cache: not using the lock file ({reason}); fetching without the cache");
                 return None;
             }
         };
@@ -424,6 +432,190 @@ impl TokenCache {
     fn entry_path(&self, key: &CacheKey) -> PathBuf {
         self.dir.join(format!("{}.json", key.file_stem()))
     }
+
+    fn lock_path(&self, key: &CacheKey) -> PathBuf {
+        self.dir.join(format!("{}.lock", key.file_stem()))
+    }
+
+    /// Removes what the cache itself left behind and no longer needs, then holds the rest under
+    /// [`MAX_ENTRIES`] and [`MAX_TOTAL_BYTES`] by dropping the entries that expire first. Called
+    /// after each write, so the directory cannot grow without bound (service-account mode writes
+    /// one entry per identity).
+    ///
+    /// Only names the cache writes are touched (`<32 hex>.json`, `<32 hex>.lock` and its
+    /// temporary files), and only regular files owned by the running user: whatever else is in
+    /// the directory is someone else's. Another key's entry is removed only while its lock can be
+    /// taken without waiting, so an entry being written is never removed under its writer.
+    fn prune(&self, keep: &CacheKey, now: SystemTime) {
+        let keep = keep.file_stem();
+        let listing = match fs::read_dir(&self.dir) {
+            Ok(listing) => listing,
+            Err(e) => {
+                tracing::debug!(dir = %self.dir.display(), "token cache: not pruning: {e}");
+                return;
+            }
+        };
+        let now_s = unix_secs(now);
+        let mut live: Vec<(i64, u64, String)> = Vec::new();
+        let mut removed = 0usize;
+        for name in listing
+            .filter_map(Result::ok)
+            .take(MAX_SCANNED)
+            .filter_map(|e| e.file_name().into_string().ok())
+        {
+            let Some((stem, kind)) = cache_file_name(&name) else {
+                continue;
+            };
+            let path = self.dir.join(&name);
+            match kind {
+                CacheFile::Temporary => {
+                    // A writer renames its file within moments; one left for minutes was orphaned.
+                    let stale = fs::symlink_metadata(&path).is_ok_and(|m| {
+                        m.is_file()
+                            && m.uid() == self.owner
+                            && m.modified()
+                                .ok()
+                                .and_then(|t| now.duration_since(t).ok())
+                                .is_some_and(|age| age > STALE_TEMPORARY)
+                    });
+                    if stale && fs::remove_file(&path).is_ok() {
+                        removed += 1;
+                    }
+                }
+                CacheFile::Lock => {
+                    // A lock whose entry is gone is taken and removed with nothing to protect.
+                    if stem != keep
+                        && !self.dir.join(format!("{stem}.json")).exists()
+                        && self.remove_locked(stem, None)
+                    {
+                        removed += 1;
+                    }
+                }
+                CacheFile::Entry if stem == keep => {}
+                CacheFile::Entry => {
+                    let expires_at = match read_owned_file(&path, self.owner) {
+                        Ok(Some(bytes)) => serde_json::from_slice::<Entry>(&bytes)
+                            .ok()
+                            .filter(|e| e.version == ENTRY_VERSION)
+                            .map(|e| e.expires_at),
+                        // Gone, or not a file of ours: not ours to remove.
+                        Ok(None) | Err(_) => continue,
+                    };
+                    match expires_at {
+                        Some(at) if at > now_s => {
+                            let size = fs::symlink_metadata(&path).map_or(0, |m| m.len());
+                            live.push((at, size, stem.to_string()));
+                        }
+                        // Expired, or ours but unreadable as an entry: replaced on next use anyway.
+                        _ => {
+                            if self.remove_locked(stem, Some(&path)) {
+                                removed += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // Over a cap: the entries that expire first go first (the one just written stays).
+        live.sort();
+        let mut count = live.len() + 1;
+        let mut bytes: u64 = live.iter().map(|(_, size, _)| size).sum();
+        for (_, size, stem) in &live {
+            if count <= MAX_ENTRIES && bytes <= MAX_TOTAL_BYTES {
+                break;
+            }
+            if self.remove_locked(stem, Some(&self.dir.join(format!("{stem}.json")))) {
+                removed += 1;
+                count -= 1;
+                bytes = bytes.saturating_sub(*size);
+            }
+        }
+        if removed > 0 {
+            tracing::debug!(dir = %self.dir.display(), removed, "token cache: pruned");
+        }
+    }
+
+    /// Removes `entry` (when given) and the lock of `stem`, holding that lock meanwhile; `false`
+    /// when its lock is held by a running exec, or is not a file of ours.
+    fn remove_locked(&self, stem: &str, entry: Option<&Path>) -> bool {
+        let lock_path = self.dir.join(format!("{stem}.lock"));
+        let lock = match open_lock(&lock_path, self.owner, false) {
+            Ok(Some(lock)) => Some(lock),
+            Ok(None) => None,
+            Err(_) => return false,
+        };
+        if let Some(lock) = &lock
+            && lock.try_lock().is_err()
+        {
+            return false;
+        }
+        let removed_entry = entry.is_none_or(|path| fs::remove_file(path).is_ok());
+        if lock.is_some() {
+            // An exec that opened this lock before the unlink and waits on it fetches once more
+            // than needed when it gets it: harmless, and only for a key that had expired.
+            let _ = fs::remove_file(&lock_path);
+        }
+        removed_entry
+    }
+}
+
+/// Which of the cache's own files a directory entry is, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CacheFile {
+    /// `<stem>.json`
+    Entry,
+    /// `<stem>.lock`
+    Lock,
+    /// `.<stem>.json.<pid>.<random>.tmp`, from [`write_atomic`]
+    Temporary,
+}
+
+/// The key stem and kind of a file the cache writes; `None` for any other name.
+fn cache_file_name(name: &str) -> Option<(&str, CacheFile)> {
+    let is_stem =
+        |s: &str| s.len() == 32 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if let Some(rest) = name.strip_prefix('.') {
+        let (stem, tail) = rest.split_once(".json.")?;
+        let (pid, random) = tail.strip_suffix(".tmp")?.split_once('.')?;
+        let digits = |s: &str, max: usize| {
+            !s.is_empty() && s.len() <= max && s.bytes().all(|b| b.is_ascii_hexdigit())
+        };
+        return (is_stem(stem) && digits(pid, 10) && digits(random, 8))
+            .then_some((stem, CacheFile::Temporary));
+    }
+    let (stem, ext) = name.split_once('.')?;
+    let kind = match ext {
+        "json" => CacheFile::Entry,
+        "lock" => CacheFile::Lock,
+        _ => return None,
+    };
+    is_stem(stem).then_some((stem, kind))
+}
+
+/// Opens a lock file without following a link or blocking on a FIFO, and checks the open file:
+/// a regular file of `owner`, closed to others. `create`: make it (`0600`) when missing;
+/// otherwise a missing lock is `Ok(None)`.
+fn open_lock(path: &Path, owner: u32, create: bool) -> Result<Option<File>, String> {
+    let file = match OpenOptions::new()
+        .create(create)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
+        // A FIFO nobody reads: opening it for writing without blocking fails with ENXIO.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+            return Err("it is not a regular file".into());
+        }
+        Err(e) => return Err(format!("opening it failed: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| e.to_string())?;
+    check_owned(&meta, owner)?;
+    Ok(Some(file))
 }
 
 /// Fetches through `cache` when there is one, else straight from `fetch`.
@@ -568,7 +760,7 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
             .open(&tmp)?;
         file.write_all(bytes)?;
         file.flush()?;
@@ -605,6 +797,7 @@ fn secs(d: Duration) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileTypeExt;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -998,6 +1191,273 @@ mod tests {
             Duration::from_secs(3600),
         );
         assert_eq!(mode(&dir.0), 0o700);
+    }
+
+    /// Runs `f` on its own thread and fails the test when it has not returned within 20 s: a
+    /// blocking `open()` must fail the test, not hang it.
+    fn within_watchdog<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("{what}: the run blocked"))
+    }
+
+    #[test]
+    fn nothing_at_the_lock_path_can_block_or_be_followed() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        cache.prepare_dir().unwrap();
+        let lock = cache.lock_path(&key());
+        let outside = dir.0.join("outside");
+        type Plant<'a> = Box<dyn Fn() + 'a>;
+        let cases: Vec<(&str, Plant)> = vec![
+            (
+                "fifo",
+                Box::new(|| {
+                    let c = std::ffi::CString::new(lock.as_os_str().as_encoded_bytes()).unwrap();
+                    // SAFETY: a valid NUL-terminated path.
+                    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+                }),
+            ),
+            (
+                "symlink",
+                Box::new(|| {
+                    fs::write(&outside, b"").unwrap();
+                    fs::set_permissions(&outside, fs::Permissions::from_mode(0o600)).unwrap();
+                    std::os::unix::fs::symlink(&outside, &lock).unwrap();
+                }),
+            ),
+            ("directory", Box::new(|| fs::create_dir(&lock).unwrap())),
+            (
+                "group-writable",
+                Box::new(|| {
+                    fs::write(&lock, b"").unwrap();
+                    fs::set_permissions(&lock, fs::Permissions::from_mode(0o620)).unwrap();
+                }),
+            ),
+        ];
+        for (name, plant) in cases {
+            let _ = fs::remove_file(&lock);
+            let _ = fs::remove_dir(&lock);
+            let _ = fs::remove_file(cache.entry_path(&key()));
+            plant();
+            let run = cache.clone();
+            let (_, source) = within_watchdog(name, move || {
+                let calls = AtomicUsize::new(0);
+                let got = fetch_counted(&run, &key(), &calls, Duration::from_secs(3600));
+                assert_eq!(calls.load(Ordering::SeqCst), 1);
+                got
+            });
+            assert_eq!(source, Source::Upstream, "{name}");
+            // Without its lock the run wrote nothing and left the planted file alone.
+            assert!(!cache.entry_path(&key()).exists(), "{name}");
+            let planted = fs::symlink_metadata(&lock).unwrap();
+            match name {
+                "fifo" => assert!(planted.file_type().is_fifo(), "{name}"),
+                "symlink" => assert!(planted.file_type().is_symlink(), "{name}"),
+                "directory" => assert!(planted.is_dir(), "{name}"),
+                _ => assert_eq!(planted.mode() & 0o777, 0o620, "{name}"),
+            }
+        }
+        assert_eq!(fs::read(&outside).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_fifo_in_place_of_an_entry_never_blocks_and_is_replaced() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        cache.prepare_dir().unwrap();
+        let entry = cache.entry_path(&key());
+        let c = std::ffi::CString::new(entry.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(fs::symlink_metadata(&entry).unwrap().file_type().is_fifo());
+        let run = cache.clone();
+        let sources = within_watchdog("fifo entry", move || {
+            let calls = AtomicUsize::new(0);
+            let first = fetch_counted(&run, &key(), &calls, Duration::from_secs(3600)).1;
+            let second = fetch_counted(&run, &key(), &calls, Duration::from_secs(3600)).1;
+            (first, second, calls.load(Ordering::SeqCst))
+        });
+        assert_eq!(sources, (Source::Upstream, Source::Cache, 1));
+        assert!(fs::symlink_metadata(&entry).unwrap().is_file());
+    }
+
+    /// Writes an entry for `stem` expiring at `expires_at`, padded to about `size` bytes.
+    fn plant_entry(dir: &Path, stem: &str, expires_at: i64, size: usize) {
+        let entry = Entry {
+            version: ENTRY_VERSION,
+            key: "provider=test".into(),
+            username: "u".repeat(size.saturating_sub(200).max(1)),
+            password: Secret::new("p"),
+            expires_at,
+            fetched_at: expires_at - 3600,
+            refresh_at: expires_at - 300,
+        };
+        let path = dir.join(format!("{stem}.json"));
+        fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    }
+
+    fn stem(n: usize) -> String {
+        format!("{n:032x}")
+    }
+
+    fn names(dir: &Path, suffix: &str) -> std::collections::BTreeSet<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(suffix))
+            .collect()
+    }
+
+    #[test]
+    fn writes_prune_expired_entries_and_hold_the_entry_cap() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        cache.prepare_dir().unwrap();
+        let now = unix_secs(SystemTime::now());
+        // 2,500 expired entries with their locks, 1,200 live ones expiring one second apart.
+        for n in 0..2500 {
+            plant_entry(&dir.0, &stem(n), now - 10 - n as i64, 300);
+            fs::write(dir.0.join(format!("{}.lock", stem(n))), b"").unwrap();
+            fs::set_permissions(
+                dir.0.join(format!("{}.lock", stem(n))),
+                fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+        }
+        for n in 10_000..11_200 {
+            plant_entry(&dir.0, &stem(n), now + 3600 + n as i64, 300);
+        }
+        // An expired entry whose lock a running exec holds is left to that exec.
+        let held = stem(7);
+        let guard = File::open(dir.0.join(format!("{held}.lock"))).unwrap();
+        guard.lock().unwrap();
+        // Not the cache's: other names, an entry name that is a symlink or open to others.
+        fs::write(dir.0.join("README"), b"mine").unwrap();
+        std::os::unix::fs::symlink(
+            "/etc/hostname",
+            dir.0.join(format!("{}.json", stem(1 << 40))),
+        )
+        .unwrap();
+        plant_entry(&dir.0, &stem(1 << 41), now - 100, 300);
+        fs::set_permissions(
+            dir.0.join(format!("{}.json", stem(1 << 41))),
+            fs::Permissions::from_mode(0o644),
+        )
+        .unwrap();
+        // Temporary files: one orphaned long ago, one being written right now.
+        let old_tmp = dir.0.join(format!(".{}.json.42.0000abcd.tmp", stem(3)));
+        let new_tmp = dir.0.join(format!(".{}.json.43.0000abce.tmp", stem(4)));
+        fs::write(&old_tmp, b"").unwrap();
+        fs::write(&new_tmp, b"").unwrap();
+        File::options()
+            .write(true)
+            .open(&old_tmp)
+            .unwrap()
+            .set_modified(SystemTime::now() - Duration::from_secs(3600))
+            .unwrap();
+
+        let calls = AtomicUsize::new(0);
+        fetch_counted(&cache, &key(), &calls, Duration::from_secs(600));
+
+        let entries = names(&dir.0, ".json");
+        let own = format!("{}.json", key().file_stem());
+        assert!(entries.contains(&own), "the entry just written stays");
+        assert!(
+            entries.contains(&format!("{held}.json")),
+            "a locked entry stays"
+        );
+        assert!(entries.contains(&format!("{}.json", stem(1 << 40))));
+        assert!(entries.contains(&format!("{}.json", stem(1 << 41))));
+        let expired: Vec<_> = (0..2500)
+            .filter(|n| *n != 7 && entries.contains(&format!("{}.json", stem(*n))))
+            .collect();
+        assert_eq!(expired, Vec::<usize>::new(), "expired entries are pruned");
+        // 1,000 of ours in all: the new one and the 999 live ones that expire last.
+        let live: Vec<usize> = (10_000..11_200)
+            .filter(|n| entries.contains(&format!("{}.json", stem(*n))))
+            .collect();
+        assert_eq!(live, (10_201..11_200).collect::<Vec<_>>());
+        // Locks go with their entries; the held one stays.
+        let locks = names(&dir.0, ".lock");
+        assert!(locks.contains(&format!("{held}.lock")));
+        assert!(locks.contains(&format!("{}.lock", key().file_stem())));
+        assert_eq!(
+            locks.len(),
+            2,
+            "{:?}",
+            locks.iter().take(5).collect::<Vec<_>>()
+        );
+        assert!(!old_tmp.exists());
+        assert!(new_tmp.exists());
+        assert_eq!(fs::read(dir.0.join("README")).unwrap(), b"mine");
+        drop(guard);
+        // The cache still serves.
+        assert_eq!(
+            fetch_counted(&cache, &key(), &calls, Duration::from_secs(600)).1,
+            Source::Cache
+        );
+    }
+
+    #[test]
+    fn writes_hold_the_byte_cap() {
+        let dir = Scratch::new();
+        let cache = TokenCache::new(&dir.0);
+        cache.prepare_dir().unwrap();
+        let now = unix_secs(SystemTime::now());
+        // 100 live entries of 60 KiB: about 6 MiB, over the 4 MiB cap.
+        for n in 0..100 {
+            plant_entry(&dir.0, &stem(n), now + 3600 + n as i64, 60 * 1024);
+        }
+        let calls = AtomicUsize::new(0);
+        fetch_counted(&cache, &key(), &calls, Duration::from_secs(600));
+        let total: u64 = fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().metadata().unwrap().len())
+            .sum();
+        assert!(total <= MAX_TOTAL_BYTES, "{total}");
+        let kept: Vec<usize> = (0..100)
+            .filter(|n| dir.0.join(format!("{}.json", stem(*n))).exists())
+            .collect();
+        // The ones that expire last stay, as many as fit.
+        let first = kept[0];
+        assert_eq!(kept, (first..100).collect::<Vec<_>>());
+        assert!(kept.len() >= 60, "{}", kept.len());
+    }
+
+    #[test]
+    fn only_the_cache_file_names_are_recognised() {
+        let s = stem(0xabc);
+        assert_eq!(
+            cache_file_name(&format!("{s}.json")),
+            Some((s.as_str(), CacheFile::Entry))
+        );
+        assert_eq!(
+            cache_file_name(&format!("{s}.lock")),
+            Some((s.as_str(), CacheFile::Lock))
+        );
+        assert_eq!(
+            cache_file_name(&format!(".{s}.json.1234.0a0b0c0d.tmp")),
+            Some((s.as_str(), CacheFile::Temporary))
+        );
+        for other in [
+            "README".to_string(),
+            format!("{s}.json.bak"),
+            format!("{s}.JSON"),
+            format!("{}.json", &s[1..]),
+            format!("{}.json", s.to_uppercase()),
+            format!("x{s}.json"),
+            format!(".{s}.json.tmp"),
+            format!(".{s}.json.12.zz.tmp"),
+            format!(".{s}.lock.12.ab.tmp"),
+            ".json".to_string(),
+        ] {
+            assert_eq!(cache_file_name(&other), None, "{other}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The kubelet simulator run against tiny shell-script plugins: argv, environment merge, stdin
-//! bytes, the kill timeout, a grandchild holding stdout open, and the kit's own assertions.
+//! bytes, the kill timeout (with the plugin's whole process group), a grandchild holding stdout
+//! open, and the kit's own assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 use std::os::unix::fs::PermissionsExt;
@@ -61,15 +62,76 @@ fn kills_a_hanging_plugin_at_the_timeout() {
     );
 }
 
+/// Runs `exec` on another thread and fails the test (instead of hanging CI) when no outcome
+/// comes back within 30 s.
+fn run_watched(exec: PluginExec) -> kcp_kubelet::exec::ExecOutcome {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(exec.run(b""));
+    });
+    rx.recv_timeout(Duration::from_secs(30))
+        .expect("the run did not return within 30 s")
+}
+
+/// Whether `pid` is gone (or a zombie waiting for init to reap it), after up to 10 s.
+fn ends(pid: &str) -> bool {
+    let stat = format!("/proc/{}/stat", pid.trim());
+    for _ in 0..200 {
+        match std::fs::read_to_string(&stat) {
+            Err(_) => return true,
+            Ok(text)
+                if text
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|s| s.trim_start().starts_with('Z')) =>
+            {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    false
+}
+
 #[test]
-fn reports_a_grandchild_holding_stdout_open() {
+fn reports_a_grandchild_holding_stdout_open_and_ends_it() {
     let dir = TempDir::new("grandchild");
-    let o = PluginExec::new(script(&dir, "p", "sleep 5 & echo '{}'; exit 0")).run(b"");
+    let pid = dir.path().join("pid");
+    let o = run_watched(PluginExec::new(script(
+        &dir,
+        "p",
+        &format!(
+            "sleep 300 & echo $! > {}; echo '{{}}'; exit 0",
+            pid.display()
+        ),
+    )));
     assert_eq!(o.exit_code, Some(0));
     assert!(
         o.pipes_held_open,
         "stdout was held open by the backgrounded sleep"
     );
+    // It used to be left running, holding the pipe, for its 300 s.
+    let pid = std::fs::read_to_string(&pid).unwrap();
+    assert!(ends(&pid), "the grandchild {pid} still runs");
+}
+
+/// A timed-out plugin is killed with its whole process group: a forked child holding stdout
+/// neither keeps the run waiting nor outlives it. Only the plugin itself used to be killed.
+#[test]
+fn a_timeout_kills_the_plugins_whole_process_group() {
+    let dir = TempDir::new("group");
+    let pid = dir.path().join("pid");
+    let mut exec = PluginExec::new(script(
+        &dir,
+        "p",
+        &format!("sleep 300 & echo $! > {}; exec sleep 300", pid.display()),
+    ));
+    exec.timeout = Duration::from_millis(500);
+    let o = run_watched(exec);
+    assert!(o.timed_out);
+    assert_eq!(o.exit_code, None);
+    let pid = std::fs::read_to_string(&pid).unwrap();
+    assert!(ends(&pid), "the plugin's child {pid} outlived the timeout");
 }
 
 #[test]
