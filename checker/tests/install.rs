@@ -29,8 +29,7 @@ fn install(root: &Path, args: &[&str]) -> Run {
 }
 
 fn install_from(root: &Path, from: &Path, args: &[&str]) -> Run {
-    let checker = env!("CARGO_BIN_EXE_credential-provider-check");
-    install_with(root, from, Path::new(checker), args)
+    install_with(root, from, &common::checker(), args)
 }
 
 fn install_with(root: &Path, from: &Path, checker: &Path, args: &[&str]) -> Run {

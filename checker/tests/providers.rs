@@ -9,7 +9,7 @@
 mod common;
 
 use std::os::unix::fs::symlink;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::check;
 use kcp_testkit::TempDir;
@@ -17,10 +17,7 @@ use kcp_testkit::fake::{FakeResponse, FakeServer};
 
 /// A bin dir holding links to the workspace's provider binaries.
 fn bin_dir(dir: &TempDir) -> PathBuf {
-    let target = Path::new(env!("CARGO_BIN_EXE_credential-provider-check"))
-        .parent()
-        .expect("the checker lives in a directory")
-        .to_path_buf();
+    let target = common::target_bin_dir();
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for name in [
@@ -29,13 +26,8 @@ fn bin_dir(dir: &TempDir) -> PathBuf {
         "gcr-credential-provider",
         "acr-credential-provider",
     ] {
-        let built = target.join(name);
-        assert!(
-            built.is_file(),
-            "{} is missing: build the whole workspace first (cargo test --workspace, as scripts/test does)",
-            built.display()
-        );
-        symlink(&built, bin.join(name)).unwrap();
+        let name = common::exe(name);
+        symlink(target.join(&name), bin.join(&name)).unwrap();
     }
     bin
 }

@@ -330,7 +330,7 @@ fn ready_configs_match_what_they_should_and_nothing_else() {
 fn ready_config_args_are_flags_the_providers_know() {
     let target = target_bin_dir();
     let help = |name: &str| {
-        let out = Command::new(target.join(name))
+        let out = Command::new(target.join(common::exe(name)))
             .arg("--help")
             .output()
             .unwrap();

@@ -49,7 +49,7 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let out = Command::new(env!("CARGO_BIN_EXE_credential-provider-check"))
+    let out = Command::new(checker())
         .args(args)
         .envs(env.iter().copied())
         .output()
@@ -115,16 +115,31 @@ pub const PROVIDERS: [&str; 4] = [
 /// The directory holding the workspace's built binaries: the checker's own. `cargo test
 /// --workspace` (what `scripts/test` runs) builds every binary of the workspace before any test.
 pub fn target_bin_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_BIN_EXE_credential-provider-check"))
+    let dir = checker()
         .parent()
         .expect("the checker lives in a directory")
         .to_path_buf();
     for name in PROVIDERS {
         assert!(
-            dir.join(name).is_file(),
+            dir.join(exe(name)).is_file(),
             "{} is missing: build the whole workspace first (cargo test --workspace, as scripts/test does)",
-            dir.join(name).display()
+            dir.join(exe(name)).display()
         );
     }
     dir
+}
+
+/// The checker binary under test (`kcp_testkit::binary_under_test`: the host build, or a
+/// cross-built one).
+pub fn checker() -> PathBuf {
+    kcp_testkit::binary_under_test(env!("CARGO_BIN_EXE_credential-provider-check"))
+}
+
+/// A binary's file name on the platform under test (`.exe` for Windows).
+pub fn exe(name: &str) -> String {
+    if kcp_testkit::windows_target() {
+        format!("{name}.exe")
+    } else {
+        name.to_owned()
+    }
 }

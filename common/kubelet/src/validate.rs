@@ -7,7 +7,6 @@
 //! a single error, duplicates folded).
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use crate::matching::{MatchOutcome, Side, explain};
@@ -378,6 +377,45 @@ fn warnings(p: &Provider, out: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
     }
 }
 
+/// The file the kubelet runs for provider `name` in the bin dir, as Go's `exec.LookPath` finds
+/// it: `<dir>/<name>` on Linux; on Windows, a name without an extension gets the first of
+/// `PATHEXT`'s extensions (`.COM;.EXE;.BAT;.CMD` when unset) that exists, so `name:
+/// acr-credential-provider` runs `acr-credential-provider.exe`. When none exists the bare path is
+/// returned, for the "did not exist" message.
+pub fn plugin_binary(dir: &Path, name: &str) -> std::path::PathBuf {
+    let bare = dir.join(name);
+    if !cfg!(windows) || Path::new(name).extension().is_some() {
+        return bare;
+    }
+    let pathext = std::env::var("PATHEXT").unwrap_or_default();
+    let pathext = if pathext.trim().is_empty() {
+        ".COM;.EXE;.BAT;.CMD".to_owned()
+    } else {
+        pathext
+    };
+    pathext
+        .split(';')
+        .filter(|ext| ext.starts_with('.'))
+        .map(|ext| dir.join(format!("{name}{}", ext.to_ascii_lowercase())))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or(bare)
+}
+
+/// Whether Go's `exec.LookPath` would take this file: any execute bit on Unix; on Windows, a
+/// file reached through `PATHEXT` is executable by its extension.
+#[cfg(unix)]
+fn is_executable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+/// Whether Go's `exec.LookPath` would take this file: any execute bit on Unix; on Windows, a
+/// file reached through `PATHEXT` is executable by its extension.
+#[cfg(not(unix))]
+fn is_executable(_meta: &std::fs::Metadata) -> bool {
+    true
+}
+
 /// The kubelet's start-up checks on the bin dir and each binary (`exec.LookPath`).
 fn registration(config: &Config, dir: &Path, out: &mut Vec<Finding>) {
     if !dir.is_dir() {
@@ -388,7 +426,7 @@ fn registration(config: &Config, dir: &Path, out: &mut Vec<Finding>) {
         return;
     }
     for p in &config.providers {
-        let path = dir.join(&p.name);
+        let path = plugin_binary(dir, &p.name);
         let message = match std::fs::metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
                 "plugin binary executable {} did not exist",
@@ -403,7 +441,7 @@ fn registration(config: &Config, dir: &Path, out: &mut Vec<Finding>) {
                 path.display(),
                 path.display().to_string()
             )),
-            Ok(meta) if meta.permissions().mode() & 0o111 == 0 => Some(format!(
+            Ok(meta) if !is_executable(&meta) => Some(format!(
                 "error inspecting binary executable {}: exec: {:?}: permission denied",
                 path.display(),
                 path.display().to_string()

@@ -23,6 +23,58 @@ use kcp_kubelet::exec::{
 };
 use kcp_kubelet::protocol::{ApiVersion, encode_request};
 
+/// Names the target whose release binaries the process-boundary tests run instead of the ones
+/// cargo built for the host, e.g. `aarch64-unknown-linux-gnu` (under qemu) or
+/// `x86_64-pc-windows-gnu` (under wine). Set by `scripts/cross-test`.
+pub const TARGET_ENV: &str = "KCP_TEST_TARGET";
+
+/// The target set by [`TARGET_ENV`], when the tests run cross-built binaries.
+pub fn cross_target() -> Option<String> {
+    std::env::var(TARGET_ENV)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+}
+
+/// Whether the binaries under test are Windows executables.
+pub fn windows_target() -> bool {
+    cross_target().is_some_and(|t| t.contains("windows"))
+}
+
+/// The binary to run for one cargo built for the host (`env!("CARGO_BIN_EXE_<name>")`): that
+/// binary itself, or with [`TARGET_ENV`] set, the same binary from
+/// `<target dir>/<triple>/release/` as `scripts/release --target` builds it (`.exe` for Windows).
+///
+/// The cross binaries run through the kernel's binfmt_misc (qemu-user for arm64, wine for
+/// Windows), so a test spawns them exactly as a host binary.
+///
+/// # Panics
+/// When the cross-built binary is missing.
+pub fn binary_under_test(host_built: impl AsRef<Path>) -> PathBuf {
+    let host_built = host_built.as_ref();
+    let Some(triple) = cross_target() else {
+        return host_built.to_path_buf();
+    };
+    let name = host_built
+        .file_name()
+        .unwrap_or_else(|| panic!("{} has no file name", host_built.display()));
+    // <target dir>/debug/<name> → <target dir>/<triple>/release/<name>
+    let target_dir = host_built
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or_else(|| panic!("{} is not in a target dir", host_built.display()));
+    let mut file = name.to_os_string();
+    if triple.contains("windows") {
+        file.push(".exe");
+    }
+    let path = target_dir.join(&triple).join("release").join(file);
+    assert!(
+        path.is_file(),
+        "{} is missing: build it with scripts/release --target {triple} (scripts/cross-test does)",
+        path.display()
+    );
+    path
+}
+
 /// A plugin binary under test.
 #[derive(Debug, Clone)]
 pub struct Plugin {
@@ -32,8 +84,15 @@ pub struct Plugin {
 }
 
 impl Plugin {
-    /// The binary at `path`, with `PATH` and an empty temporary `HOME` as its only environment.
+    /// The binary at `path` ([`binary_under_test`]), with `PATH` and an empty temporary `HOME`
+    /// as its only environment (plus wine's own variables for Windows binaries).
     pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self::program(binary_under_test(path.into()))
+    }
+
+    /// As [`Plugin::new`], for a program run as it is: a wrapper such as `chroot` whose arguments
+    /// name the binary under test.
+    pub fn program(path: impl Into<PathBuf>) -> Self {
         let home = TempDir::new("home");
         let mut exec = PluginExec::new(path);
         exec.clear_env = true;
@@ -43,6 +102,13 @@ impl Plugin {
         ));
         exec.env
             .push(("HOME".into(), home.path().display().to_string()));
+        // wine keeps its prefix under $HOME unless told otherwise, and creating one takes
+        // seconds: every run shares the one scripts/cross-test prepared.
+        for name in ["WINEPREFIX", "WINEDEBUG", "WINEDLLOVERRIDES"] {
+            if let Ok(value) = std::env::var(name) {
+                exec.env.push((name.into(), value));
+            }
+        }
         // Exact cacheDuration assertions need answers without fleet jitter; tests of jitter
         // set the variable again (later values win).
         exec.env

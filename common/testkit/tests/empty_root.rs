@@ -69,16 +69,24 @@ fn unpack_release() -> (TempDir, PathBuf) {
         String::from_utf8_lossy(&sums.stderr)
     );
     let unpacked = TempDir::new("release");
+    // The arm64 tarballs when the suite runs against them (scripts/cross-test); their binaries
+    // run in the chroot through qemu-user-static, registered with binfmt_misc's F flag.
+    let platform = match kcp_testkit::cross_target().as_deref() {
+        None => "linux-amd64",
+        Some("aarch64-unknown-linux-gnu") => "linux-arm64",
+        Some(other) => panic!("no empty-root test for {other}"),
+    };
     for name in BINARIES {
         let tarball = std::fs::read_dir(&dist)
             .unwrap_or_else(|e| panic!("reading {}: {e}", dist.display()))
             .filter_map(|e| e.ok().map(|e| e.path()))
             .find(|p| {
                 p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                    n.starts_with(&format!("{name}-")) && n.ends_with("-linux-amd64.tar.gz")
+                    n.starts_with(&format!("{name}-"))
+                        && n.ends_with(&format!("-{platform}.tar.gz"))
                 })
             })
-            .unwrap_or_else(|| panic!("no {name}-*-linux-amd64.tar.gz in {}", dist.display()));
+            .unwrap_or_else(|| panic!("no {name}-*-{platform}.tar.gz in {}", dist.display()));
         let listing = Command::new("tar")
             .arg("-tzf")
             .arg(&tarball)
@@ -192,7 +200,7 @@ impl Jail {
 
     /// A testkit plugin (kubelet-like exec, empty environment) running `/binary` inside `root`.
     fn plugin(&self, root: &Path, binary: &str) -> Plugin {
-        Plugin::new(&self.prefix[0])
+        Plugin::program(&self.prefix[0])
             .args(self.prefix[1..].iter().cloned())
             .args([root.display().to_string(), format!("/{binary}")])
             // The host's HOME does not exist in there.

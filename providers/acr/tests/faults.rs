@@ -512,7 +512,7 @@ fn klog_flags_are_tolerated_and_version_prints() {
         ])
         .request(ApiVersion::V1, "myreg.azurecr.io/app")
         .accepted();
-    let out = std::process::Command::new(BIN)
+    let out = std::process::Command::new(kcp_testkit::binary_under_test(BIN))
         .arg("--version")
         .output()
         .unwrap();

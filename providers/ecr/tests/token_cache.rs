@@ -49,6 +49,7 @@ fn sixty_four_concurrent_execs_make_one_ecr_call() {
     let ecr = slow_ecr("herd-password", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-herd");
     let p = cached(plugin(), &ecr, &dir);
+    let started = std::time::Instant::now();
     let outcomes = herd(
         &p,
         64,
@@ -62,8 +63,10 @@ fn sixty_four_concurrent_execs_make_one_ecr_call() {
             ok.auth[PRIVATE_HOST],
             ("AWS".to_owned(), "herd-password".to_owned())
         );
+        // Six hours, less what the herd itself took (read back from disk later).
         let d = secs(ok.cache_duration.unwrap());
-        assert!((6 * 3600 - 2..=6 * 3600).contains(&d), "{d}");
+        let slack = started.elapsed().as_secs() as i64 + 1;
+        assert!((6 * 3600 - slack..=6 * 3600).contains(&d), "{d}");
     }
     assert_eq!(ecr.requests().len(), 1, "one upstream call for 64 execs");
     let entries = cache_entries(&dir.path().join("cache"), 1);

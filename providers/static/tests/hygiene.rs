@@ -46,7 +46,9 @@ impl Waiting {
         command
             .arg("-c")
             .arg(r#"ulimit -S -c "$(ulimit -H -c)" 2>/dev/null; exec "$0" "$@""#)
-            .arg(env!("CARGO_BIN_EXE_static-credential-provider"))
+            .arg(kcp_testkit::binary_under_test(env!(
+                "CARGO_BIN_EXE_static-credential-provider"
+            )))
             .args([
                 "get-credentials",
                 "--registry=harbor.example.com",

@@ -31,16 +31,18 @@ fn sixty_four_concurrent_execs_make_one_metadata_call() {
     let md = node_metadata(r#","expires_in":3599"#);
     let dir = TempDir::new("gcr-herd");
     let p = cached(plugin_with_metadata(&md), &dir);
+    let started = std::time::Instant::now();
     let outcomes = herd(&p, 64, IMAGE, None, &BTreeMap::new());
+    let slack = started.elapsed().as_secs() as i64 + 1;
     for out in &outcomes {
         let ok = out.accepted();
         assert_eq!(
             ok.auth["*.pkg.dev"],
             ("_token".to_owned(), NODE_TOKEN.to_owned())
         );
-        // 3599 s minus the 120 s margin, a second or two less when read back from disk.
+        // 3599 s minus the 120 s margin, less what the herd took when read back from disk.
         assert!(
-            (3477..=3479).contains(&secs(ok.cache_duration)),
+            (3479 - slack..=3479).contains(&secs(ok.cache_duration)),
             "{:?}",
             ok.cache_duration
         );
