@@ -76,6 +76,10 @@ pub enum Platform {
     Rke2,
     /// kind (Kubernetes in Docker; kubeadm inside each node container).
     Kind,
+    /// AKS Windows node pools (`.exe` binaries, `C:\k\azure.json`).
+    AksWindows,
+    /// EKS Windows node pools (`.exe` binaries).
+    EksWindows,
 }
 
 /// The output format of the config.
@@ -159,7 +163,8 @@ pub struct InitArgs {
     /// Add NAME=VALUE to provider P's env, e.g. ecr=HTTPS_PROXY=http://proxy:3128 (repeatable).
     #[arg(long, value_name = "P=NAME=VALUE", value_parser = provider_value("--env"))]
     env: Vec<(ProviderKind, String)>,
-    /// acr's cloud config, its first argument (default /etc/kubernetes/azure.json).
+    /// acr's cloud config, its first argument (default /etc/kubernetes/azure.json; on the Windows
+    /// platforms C:\k\azure.json).
     #[arg(long, value_name = "FILE", value_parser = one_line("--azure-config"))]
     azure_config: Option<String>,
     /// acr: a registry mirrored into ACR, SOURCE:LOGIN-SERVER (HOST:PORT=LOGIN-SERVER with a port);
@@ -236,6 +241,8 @@ struct PlatformDefaults {
     no_drop_in: Option<&'static str>,
     /// Where the two flags are set on this platform (one line).
     flags_home: &'static str,
+    /// Windows nodes: paths are `C:\...`, binaries `<name>.exe`.
+    windows: bool,
 }
 
 const KUBEADM_FLAGS: &str = "put both flags in KUBELET_EXTRA_ARGS (/etc/default/kubelet or /etc/sysconfig/kubelet) or in kubeadm's nodeRegistration.kubeletExtraArgs (Cluster API: the KubeadmConfig), then restart the kubelet";
@@ -245,6 +252,11 @@ const RANCHER_NO_DROP_IN: &str = "reads one config file (/var/lib/rancher/creden
 const GENERIC_BIN: &str = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
 const GENERIC_CONFIG: &str = "/etc/kubernetes/credential-provider-config.yaml";
 const GENERIC_DROP_IN: &str = "/etc/kubernetes/credential-providers.d";
+/// Windows nodes: no upstream default for our binaries, so ours, beside the kubelet's own files
+/// under `C:\k` (where AKS keeps `azure.json`).
+const WINDOWS_BIN: &str = r"C:\k\credential-provider";
+const WINDOWS_CONFIG: &str = r"C:\k\credential-provider-config.yaml";
+const WINDOWS_FLAGS: &str = "add both flags to the kubelet's arguments where the node starts it (its Windows service or start-up script), then Restart-Service kubelet; the kubelet runs <name>.exe from the bin dir, so the config names each provider without .exe";
 
 /// The platform table.
 fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
@@ -257,6 +269,7 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: Some(GENERIC_DROP_IN),
             no_drop_in: None,
             flags_home: KUBEADM_FLAGS,
+            windows: false,
         },
         Platform::Eks => &PlatformDefaults {
             name: "eks",
@@ -266,6 +279,7 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: None,
             no_drop_in: None,
             flags_home: "nodeadm sets both flags (config: /etc/eks/image-credential-provider/config.json, rewritten at every boot); for a config elsewhere add its --image-credential-provider-config to the NodeConfig's spec.kubelet.flags (appended after nodeadm's; the kubelet keeps the last)",
+            windows: false,
         },
         Platform::Aks => &PlatformDefaults {
             name: "aks",
@@ -275,6 +289,7 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: None,
             no_drop_in: None,
             flags_home: "AgentBaker sets both flags; node image upgrades reset the binary and the config, so install from a privileged DaemonSet or your node bootstrap, then restart the kubelet",
+            windows: false,
         },
         Platform::Gke => &PlatformDefaults {
             name: "gke",
@@ -284,6 +299,7 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: None,
             no_drop_in: None,
             flags_home: "GKE sets both flags and rewrites the config when it recreates a node: apply it from a privileged DaemonSet or a node image, then restart the kubelet",
+            windows: false,
         },
         Platform::K3s => &PlatformDefaults {
             name: "k3s",
@@ -293,6 +309,7 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: None,
             no_drop_in: Some(RANCHER_NO_DROP_IN),
             flags_home: "k3s sets both flags itself when the bin directory exists and config.yaml is a regular file: restart k3s (or k3s-agent)",
+            windows: false,
         },
         Platform::Rke2 => &PlatformDefaults {
             name: "rke2",
@@ -302,6 +319,7 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: None,
             no_drop_in: Some(RANCHER_NO_DROP_IN),
             flags_home: "RKE2 sets both flags itself when the bin directory exists and config.yaml is a regular file: restart rke2-server (or rke2-agent)",
+            windows: false,
         },
         Platform::Kind => &PlatformDefaults {
             name: "kind",
@@ -311,6 +329,27 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             drop_in_dir: Some(GENERIC_DROP_IN),
             no_drop_in: None,
             flags_home: "mount the binaries and the config into every node (extraMounts) and pass both flags in kubeadmConfigPatches (nodeRegistration.kubeletExtraArgs of InitConfiguration and JoinConfiguration); kind nodes have no cloud identity, so give each provider credentials (e.g. --env ecr=AWS_SHARED_CREDENTIALS_FILE=..., --arg gcr=--json-key=...)",
+            windows: false,
+        },
+        Platform::AksWindows => &PlatformDefaults {
+            name: "aks-windows",
+            bin_dir: WINDOWS_BIN,
+            config: WINDOWS_CONFIG,
+            config_service_account: WINDOWS_CONFIG,
+            drop_in_dir: None,
+            no_drop_in: None,
+            flags_home: WINDOWS_FLAGS,
+            windows: true,
+        },
+        Platform::EksWindows => &PlatformDefaults {
+            name: "eks-windows",
+            bin_dir: WINDOWS_BIN,
+            config: WINDOWS_CONFIG,
+            config_service_account: WINDOWS_CONFIG,
+            drop_in_dir: None,
+            no_drop_in: None,
+            flags_home: WINDOWS_FLAGS,
+            windows: true,
         },
     }
 }
@@ -424,20 +463,26 @@ const ECR_EKS: ProviderDefaults = ProviderDefaults {
     args: &[],
     token: Some(ECR_TOKEN),
 };
+const ACR_TOKEN: TokenDefaults = TokenDefaults {
+    audience: AudienceDefault::Fixed("api://AzureADTokenExchange"),
+    cache_type: "ServiceAccount",
+    require_service_account: false,
+    optional_keys: &[
+        "kubernetes.azure.com/acr-client-id",
+        "kubernetes.azure.com/acr-tenant-id",
+    ],
+};
 /// The ACR entry; AKS (AgentBaker) passes the same azure.json path.
 const ACR: ProviderDefaults = ProviderDefaults {
     match_images: ImagesDefault::Fixed(ACR_IMAGES),
     cache_duration: "10m",
     args: &[ArgDefault::AzureConfig("/etc/kubernetes/azure.json")],
-    token: Some(TokenDefaults {
-        audience: AudienceDefault::Fixed("api://AzureADTokenExchange"),
-        cache_type: "ServiceAccount",
-        require_service_account: false,
-        optional_keys: &[
-            "kubernetes.azure.com/acr-client-id",
-            "kubernetes.azure.com/acr-tenant-id",
-        ],
-    }),
+    token: Some(ACR_TOKEN),
+};
+/// The ACR entry on Windows nodes, where AKS keeps azure.json in `C:\k`.
+const ACR_WINDOWS: ProviderDefaults = ProviderDefaults {
+    args: &[ArgDefault::AzureConfig(r"C:\k\azure.json")],
+    ..ACR
 };
 const GCR: ProviderDefaults = ProviderDefaults {
     match_images: ImagesDefault::Fixed(GCR_IMAGES),
@@ -472,6 +517,7 @@ fn provider_defaults(provider: ProviderKind, platform: Platform) -> &'static Pro
     match (provider, platform) {
         (ProviderKind::Ecr, Platform::Eks) => &ECR_EKS,
         (ProviderKind::Ecr, _) => &ECR,
+        (ProviderKind::Acr, Platform::AksWindows | Platform::EksWindows) => &ACR_WINDOWS,
         (ProviderKind::Acr, _) => &ACR,
         (ProviderKind::Gcr, _) => &GCR,
         (ProviderKind::Static, _) => &STATIC,
@@ -548,9 +594,22 @@ fn split_commas(list: &str) -> Vec<String> {
         .collect()
 }
 
-fn absolute(option: &str, path: &str) -> Result<(), InitError> {
-    if path.starts_with('/') {
+/// Paths in the config are the node's, absolute in its own spelling: `/...` on Linux, `C:\...`
+/// (or `C:/...`, `\\server\share`) on Windows.
+fn absolute(option: &str, path: &str, windows: bool) -> Result<(), InitError> {
+    let ok = if windows {
+        let b = path.as_bytes();
+        (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
+            || path.starts_with(r"\\")
+    } else {
+        path.starts_with('/')
+    };
+    if ok {
         Ok(())
+    } else if windows {
+        usage(format!(
+            "{option} must be an absolute Windows path (C:\\...), got {path:?}"
+        ))
     } else {
         usage(format!("{option} must be an absolute path, got {path:?}"))
     }
@@ -626,6 +685,7 @@ impl InitArgs {
                 Ok(_) => {}
             }
         }
+        let windows = platform_defaults(self.platform).windows;
         if self.service_account && self.api_version != ApiVersion::V1 {
             return usage(
                 "--service-account needs --api-version v1 (tokenAttributes exist only in v1)",
@@ -636,7 +696,7 @@ impl InitArgs {
             ("--config-path", &self.config_path),
         ] {
             if let Some(path) = path {
-                absolute(option, path)?;
+                absolute(option, path, windows)?;
             }
         }
         let gcr = self.check_gcr()?;
@@ -653,7 +713,7 @@ impl InitArgs {
                     "static needs --static-registry, --static-username and --static-password-file",
                 );
             };
-            absolute("--static-password-file", password_file)?;
+            absolute("--static-password-file", password_file, windows)?;
             static_registry = split_commas(registry);
             if static_registry.is_empty() {
                 return usage("--static-registry is empty");
@@ -665,7 +725,7 @@ impl InitArgs {
         let mut mirrors = Vec::new();
         if self.selected(ProviderKind::Acr) {
             if let Some(path) = &self.azure_config {
-                absolute("--azure-config", path)?;
+                absolute("--azure-config", path, windows)?;
             }
             for value in &self.acr_registry_mirror {
                 mirrors.push((value.as_str(), mirror_source(value)?));

@@ -141,7 +141,8 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
         out.kubelet_error = Some(format!("invalid apiVersion: {:?}", p.api_version));
         return out;
     };
-    let path = opts.bin_dir.join(&p.name);
+    // The kubelet runs `<bin dir>/<name>`, on Windows with `.exe` (PATHEXT) added.
+    let path = kcp_kubelet::validate::plugin_binary(&opts.bin_dir, &p.name);
     out.argv = std::iter::once(path.display().to_string())
         .chain(p.args.iter().cloned())
         .collect();

@@ -76,6 +76,14 @@ const STATIC: &[&str] = &[
     "--static-password-file",
     "/etc/kubernetes/registry.example.com.password",
 ];
+const STATIC_WINDOWS: &[&str] = &[
+    "--static-registry",
+    "registry.example.com",
+    "--static-username",
+    "robot-puller",
+    "--static-password-file",
+    r"C:\k\registry.example.com.password",
+];
 const STRICT: &[&str] = &["--arg", "ecr=--strict-hosts", "--arg", "gcr=--strict-hosts"];
 
 /// Every example in `testdata/configs` and the `init` command that prints it.
@@ -127,6 +135,14 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
                 "aks",
                 "--service-account",
             ]]),
+        ),
+        (
+            "aks-windows.yaml",
+            cat(&[&["--provider", "acr", "--platform", "aks-windows"]]),
+        ),
+        (
+            "eks-windows.yaml",
+            cat(&[&["--provider", "ecr", "--platform", "eks-windows"]]),
         ),
         ("gcr.yaml", cat(&[&["--provider", "gcr"]])),
         (
@@ -401,7 +417,17 @@ providers:
     assert_eq!(p[0].args[1], r#"--username=robot"$puller\x"#);
 }
 
-const PLATFORMS: [&str; 7] = ["generic", "eks", "aks", "gke", "k3s", "rke2", "kind"];
+const PLATFORMS: [&str; 9] = [
+    "generic",
+    "eks",
+    "aks",
+    "gke",
+    "k3s",
+    "rke2",
+    "kind",
+    "aks-windows",
+    "eks-windows",
+];
 const PROVIDERS: [&str; 4] = ["ecr", "acr", "gcr", "static"];
 
 /// The options a provider needs besides `--provider` (gcr's identity only in service-account mode).
@@ -409,6 +435,7 @@ fn needs(provider: &str, platform: &str, sa: bool) -> Vec<&'static str> {
     match provider {
         "gcr" if sa && platform == "gke" => GKE_IDENTITY.to_vec(),
         "gcr" if sa => WIF.to_vec(),
+        "static" if platform.ends_with("-windows") => STATIC_WINDOWS.to_vec(),
         "static" => STATIC.to_vec(),
         _ => Vec::new(),
     }
@@ -538,6 +565,18 @@ fn each_platform_names_its_paths() {
             "/etc/kubernetes/credential-provider-config.yaml",
             "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec",
         ),
+        (
+            "aks-windows",
+            false,
+            r"C:\k\credential-provider-config.yaml",
+            r"C:\k\credential-provider",
+        ),
+        (
+            "eks-windows",
+            true,
+            r"C:\k\credential-provider-config.yaml",
+            r"C:\k\credential-provider",
+        ),
     ] {
         let mut args = vec!["--provider", "ecr", "--platform", platform];
         if sa {
@@ -569,6 +608,58 @@ fn each_platform_names_its_paths() {
     assert!(text.starts_with(
         "# Kubelet flags:\n#   --image-credential-provider-config=/etc/x.yaml\n#   --image-credential-provider-bin-dir=/opt/bin\n"
     ));
+}
+
+/// Windows platforms: ACR reads `C:\k\azure.json`, paths are absolute in Windows spelling and a
+/// Linux path is refused with one line.
+#[test]
+fn windows_platforms_speak_windows_paths() {
+    let text = init_ok(&["--provider", "acr", "--platform", "aks-windows"]);
+    assert!(
+        text.ends_with("    args:\n      - \"C:\\\\k\\\\azure.json\"\n"),
+        "{text}"
+    );
+    for path in [r"D:\bin", "D:/bin", r"\\server\share\bin"] {
+        init_ok(&[
+            "--provider",
+            "ecr",
+            "--platform",
+            "eks-windows",
+            "--bin-dir",
+            path,
+        ]);
+    }
+    for (platform, path, want) in [
+        (
+            "eks-windows",
+            "/opt/bin",
+            "credential-provider-check: --bin-dir must be an absolute Windows path (C:\\...), got \"/opt/bin\"\n",
+        ),
+        (
+            "eks-windows",
+            "bin",
+            "credential-provider-check: --bin-dir must be an absolute Windows path (C:\\...), got \"bin\"\n",
+        ),
+        (
+            "eks",
+            r"C:\bin",
+            "credential-provider-check: --bin-dir must be an absolute path, got \"C:\\\\bin\"\n",
+        ),
+    ] {
+        let run = init(&[
+            "--provider",
+            "ecr",
+            "--platform",
+            platform,
+            "--bin-dir",
+            path,
+        ]);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (2, "", want),
+            "{platform} {path}"
+        );
+    }
 }
 
 /// Every option scripts/install has offered shapes the entry as it always did.

@@ -159,6 +159,12 @@ fn refused(out: &Run, why: &str) {
 
 #[test]
 fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing() {
+    if kcp_testkit::skip_on_windows(
+        "fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-fresh");
     let root = dir.path();
     let out = install(root, &["--providers", "ecr,acr,gcr"]);
@@ -278,6 +284,12 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
 
 #[test]
 fn dry_run_touches_nothing_and_shows_the_config() {
+    if kcp_testkit::skip_on_windows(
+        "dry_run_touches_nothing_and_shows_the_config",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-dry");
     let root = dir.path();
     let out = install(root, &["--providers", "ecr,gcr", "--dry-run"]);
@@ -335,6 +347,12 @@ fn dry_run_touches_nothing_and_shows_the_config() {
 
 #[test]
 fn a_foreign_binary_is_never_replaced_without_force() {
+    if kcp_testkit::skip_on_windows(
+        "a_foreign_binary_is_never_replaced_without_force",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-foreign-bin");
     let root = dir.path();
     let bin = root.join(BIN_DIR);
@@ -375,6 +393,12 @@ fn a_foreign_binary_is_never_replaced_without_force() {
 
 #[test]
 fn its_own_older_binaries_are_upgraded() {
+    if kcp_testkit::skip_on_windows(
+        "its_own_older_binaries_are_upgraded",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-upgrade");
     let root = dir.path();
     // A previous release: stand-ins that answer --version like the real ones.
@@ -414,6 +438,12 @@ fn its_own_older_binaries_are_upgraded() {
 
 #[test]
 fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
+    if kcp_testkit::skip_on_windows(
+        "a_config_it_did_not_write_or_that_was_edited_is_refused",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-foreign-config");
     let root = dir.path();
     let config = root.join(CONFIG);
@@ -463,6 +493,12 @@ fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
 
 #[test]
 fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
+    if kcp_testkit::skip_on_windows(
+        "config_dir_mode_adds_a_drop_in_next_to_the_platform_files",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-dropin");
     let root = dir.path();
     // The platform's own file and binary (AKS-style), which must stay as they are.
@@ -572,6 +608,12 @@ fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
 
 #[test]
 fn options_shape_the_config() {
+    if kcp_testkit::skip_on_windows(
+        "options_shape_the_config",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-options");
     let root = dir.path();
     std::fs::create_dir_all(root.join("etc/kubernetes")).unwrap();
@@ -659,6 +701,12 @@ fn options_shape_the_config() {
 
 #[test]
 fn usage_errors_are_one_line_and_touch_nothing() {
+    if kcp_testkit::skip_on_windows(
+        "usage_errors_are_one_line_and_touch_nothing",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-usage");
     let root = dir.path();
     for (args, why) in [
@@ -756,6 +804,12 @@ fn usage_errors_are_one_line_and_touch_nothing() {
 
 #[test]
 fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
+    if kcp_testkit::skip_on_windows(
+        "a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-dropin-bins");
     let root = dir.path();
     // GKE's file names auth-provider-gcp, which is not in the bin dir we install into.
@@ -791,6 +845,12 @@ fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
 /// the files init says the providers read at run time are the ones the notes name.
 #[test]
 fn the_config_is_what_init_prints_for_the_same_options() {
+    if kcp_testkit::skip_on_windows(
+        "the_config_is_what_init_prints_for_the_same_options",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-init");
     let root = dir.path();
     let shaping = [
@@ -859,6 +919,12 @@ fn the_config_is_what_init_prints_for_the_same_options() {
 /// kubelet's message, nothing changed.
 #[test]
 fn a_config_init_refuses_is_one_line_and_changes_nothing() {
+    if kcp_testkit::skip_on_windows(
+        "a_config_init_refuses_is_one_line_and_changes_nothing",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-init-refuses");
     let root = dir.path();
     let out = install(root, &["--providers", "ecr", "--match-images", "ecr=a b"]);
@@ -873,6 +939,12 @@ fn a_config_init_refuses_is_one_line_and_changes_nothing() {
 /// What the kubelet accepts but can never work is installed, with init's warning on stderr.
 #[test]
 fn init_warnings_are_shown_and_do_not_stop_the_install() {
+    if kcp_testkit::skip_on_windows(
+        "init_warnings_are_shown_and_do_not_stop_the_install",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-init-warns");
     let root = dir.path();
     let out = install(
@@ -897,6 +969,12 @@ fn init_warnings_are_shown_and_do_not_stop_the_install() {
 /// An older checker (no `init`) is named as the problem, not reported as a usage error.
 #[test]
 fn a_checker_without_init_is_named() {
+    if kcp_testkit::skip_on_windows(
+        "a_checker_without_init_is_named",
+        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
     let dir = TempDir::new("install-old-checker");
     let root = dir.path().join("root");
     std::fs::create_dir(&root).unwrap();

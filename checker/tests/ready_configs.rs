@@ -13,7 +13,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 
-use common::{PROVIDERS, check, configs_dir, messages, target_bin_dir};
+use common::{PROVIDERS, check, configs_dir, exe, messages, target_bin_dir};
 use kcp_testkit::TempDir;
 use yaml_rust2::YamlLoader;
 
@@ -137,6 +137,16 @@ const READY: &[Ready] = &[
         extra: &[],
     },
     Ready {
+        file: "aks-windows.yaml",
+        providers: &[(ACR, Family::Acr, false)],
+        extra: &[],
+    },
+    Ready {
+        file: "eks-windows.yaml",
+        providers: &[(ECR, Family::Ecr, false)],
+        extra: &[],
+    },
+    Ready {
         file: "gcr.yaml",
         providers: &[(GCR, Family::Gcr, false)],
         extra: &[],
@@ -200,7 +210,7 @@ fn bin_dir(dir: &TempDir) -> std::path::PathBuf {
     let bin = dir.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     for name in PROVIDERS {
-        symlink(target.join(name), bin.join(name)).unwrap();
+        symlink(target.join(exe(name)), bin.join(exe(name))).unwrap();
     }
     bin
 }
@@ -330,7 +340,7 @@ fn ready_configs_match_what_they_should_and_nothing_else() {
 fn ready_config_args_are_flags_the_providers_know() {
     let target = target_bin_dir();
     let help = |name: &str| {
-        let out = Command::new(target.join(common::exe(name)))
+        let out = Command::new(target.join(exe(name)))
             .arg("--help")
             .output()
             .unwrap();

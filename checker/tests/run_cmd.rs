@@ -85,6 +85,12 @@ fn assert_fails_with(run: &Run, kubelet: &str) -> Value {
 
 #[test]
 fn a_good_answer_shows_stderr_keys_cache_and_redacts_passwords() {
+    if kcp_testkit::skip_on_windows(
+        "a_good_answer_shows_stderr_keys_cache_and_redacts_passwords",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &format!(
             "echo 'fetching token' >&2\n{}",
@@ -151,6 +157,12 @@ fn a_good_answer_shows_stderr_keys_cache_and_redacts_passwords() {
 
 #[test]
 fn the_default_cache_duration_applies_and_zero_means_not_cached() {
+    if kcp_testkit::skip_on_windows(
+        "the_default_cache_duration_applies_and_zero_means_not_cached",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &answering(&response(&format!(r#""cacheKeyType":"Image",{GOOD_AUTH}"#))),
         "",
@@ -173,6 +185,12 @@ fn the_default_cache_duration_applies_and_zero_means_not_cached() {
 
 #[test]
 fn plugins_get_the_kubelets_argv_env_and_request_bytes() {
+    if kcp_testkit::skip_on_windows(
+        "plugins_get_the_kubelets_argv_env_and_request_bytes",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &("cat > \"$OUT/stdin\"\nprintf '%s\\n' \"$0\" \"$@\" > \"$OUT/argv\"\nprintf '%s|%s' \"$FOO\" \"$INHERITED\" > \"$OUT/foo\"\n".to_owned()
             + &answering(&response(&format!(r#""cacheKeyType":"Image",{GOOD_AUTH}"#)))),
@@ -222,6 +240,12 @@ fn plugins_get_the_kubelets_argv_env_and_request_bytes() {
 
 #[test]
 fn junk_on_stdout_is_a_gvk_error() {
+    if kcp_testkit::skip_on_windows(
+        "junk_on_stdout_is_a_gvk_error",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &format!(
             "cat >/dev/null\necho 'Getting credentials...'\n{}",
@@ -237,6 +261,12 @@ fn junk_on_stdout_is_a_gvk_error() {
 
 #[test]
 fn a_wrong_api_version_is_named() {
+    if kcp_testkit::skip_on_windows(
+        "a_wrong_api_version_is_named",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &answering(&response(r#""cacheKeyType":"Image""#).replace(
             &format!("\"{V1}\""),
@@ -252,6 +282,12 @@ fn a_wrong_api_version_is_named() {
 
 #[test]
 fn a_numeric_cache_duration_fails_strict_decoding_with_the_hidden_cause() {
+    if kcp_testkit::skip_on_windows(
+        "a_numeric_cache_duration_fails_strict_decoding_with_the_hidden_cause",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &answering(&response(r#""cacheKeyType":"Image","cacheDuration":600"#)),
         "",
@@ -269,6 +305,12 @@ fn a_numeric_cache_duration_fails_strict_decoding_with_the_hidden_cause() {
 
 #[test]
 fn an_extra_field_fails_strict_decoding() {
+    if kcp_testkit::skip_on_windows(
+        "an_extra_field_fails_strict_decoding",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &answering(&response(
             r#""cacheKeyType":"Image","auth":{"*.example.com":{"username":"u","password":"p","email":"me@example.com"}}"#,
@@ -284,6 +326,12 @@ fn an_extra_field_fails_strict_decoding() {
 
 #[test]
 fn a_missing_cache_key_type_is_named() {
+    if kcp_testkit::skip_on_windows(
+        "a_missing_cache_key_type_is_named",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(&answering(&response(GOOD_AUTH)), "");
     assert_fails_with(
         &s.run(&[]),
@@ -293,6 +341,12 @@ fn a_missing_cache_key_type_is_named() {
 
 #[test]
 fn a_hang_is_killed_after_the_timeout() {
+    if kcp_testkit::skip_on_windows(
+        "a_hang_is_killed_after_the_timeout",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new("exec sleep 30", "");
     let run = s.run(&["--timeout", "1s"]);
     let p = assert_fails_with(
@@ -306,6 +360,12 @@ fn a_hang_is_killed_after_the_timeout() {
 
 #[test]
 fn exit_1_quotes_stderr_as_the_kubelet_does() {
+    if kcp_testkit::skip_on_windows(
+        "exit_1_quotes_stderr_as_the_kubelet_does",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         "cat >/dev/null\necho 'no credentials in ~/.aws' >&2\nexit 1",
         "",
@@ -321,6 +381,12 @@ fn exit_1_quotes_stderr_as_the_kubelet_does() {
 
 #[test]
 fn a_grandchild_holding_stdout_is_diagnosed() {
+    if kcp_testkit::skip_on_windows(
+        "a_grandchild_holding_stdout_is_diagnosed",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &format!(
             "sleep 5 &\n{}",
@@ -346,6 +412,12 @@ fn a_missing_binary_stops_the_kubelet_at_start() {
 
 #[test]
 fn keys_that_do_not_match_the_image_give_no_credentials() {
+    if kcp_testkit::skip_on_windows(
+        "keys_that_do_not_match_the_image_give_no_credentials",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &answering(&response(
             r#""cacheKeyType":"Image","auth":{"registry.example.com:5000":{"username":"u","password":"p"}}"#,
@@ -386,6 +458,12 @@ const TOKEN_ATTRS: &str = "    tokenAttributes:\n      serviceAccountTokenAudien
 
 #[test]
 fn token_mode_sends_the_token_and_selected_annotations() {
+    if kcp_testkit::skip_on_windows(
+        "token_mode_sends_the_token_and_selected_annotations",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &format!(
             "cat > \"{}\"\n{}",
@@ -455,6 +533,12 @@ fn token_mode_sends_the_token_and_selected_annotations() {
 
 #[test]
 fn providers_without_token_attributes_never_get_the_token() {
+    if kcp_testkit::skip_on_windows(
+        "providers_without_token_attributes_never_get_the_token",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let s = Setup::new(
         &format!(
             "cat > \"$0.stdin\"\n{}",
@@ -472,6 +556,12 @@ fn providers_without_token_attributes_never_get_the_token() {
 
 #[test]
 fn echoing_the_token_is_rejected_unless_cache_type_is_token() {
+    if kcp_testkit::skip_on_windows(
+        "echoing_the_token_is_rejected_unless_cache_type_is_token",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
     let attrs = TOKEN_ATTRS.replace(
         "      requiredServiceAccountAnnotationKeys: [example.com/role]\n",
         "",

@@ -288,6 +288,12 @@ fn several_errors_are_aggregated_in_order_and_deduplicated() {
 
 #[test]
 fn bin_dir_checks_follow_kubelet_registration() {
+    if kcp_testkit::skip_on_windows(
+        "bin_dir_checks_follow_kubelet_registration",
+        "it plants shell scripts and non-executable files; Windows has no executable bit",
+    ) {
+        return;
+    }
     use std::os::unix::fs::PermissionsExt;
     let dir = TempDir::new("bindir");
     let cfg = dir.path().join("c.yaml");

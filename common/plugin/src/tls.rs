@@ -8,10 +8,12 @@
 //! parsed only for the CA names a server's chain mentions ([`TrustStore`]), not all 140.
 //!
 //! Sources, as OpenSSL and rustls-native-certs read them: `SSL_CERT_FILE` replaces the bundle
-//! file, `SSL_CERT_DIR` (colon-separated) replaces the certificate directories; without them the
-//! first bundle found among the usual distribution paths is read.
+//! file, `SSL_CERT_DIR` (colon-separated; `;` on Windows) replaces the certificate directories;
+//! without them the first bundle found among the usual distribution paths is read. Windows has
+//! no bundle file: without the variables, the system certificate store is read through
+//! rustls-native-certs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use rustls::RootCertStore;
@@ -89,16 +91,24 @@ fn read_certificates(
     let mut files: Vec<PathBuf> = Vec::new();
     match cert_file.filter(|p| !p.as_os_str().is_empty()) {
         Some(file) => files.push(file),
+        #[cfg(windows)]
+        None if cert_dirs.is_none() => return windows_store(),
+        #[cfg(not(windows))]
         None if cert_dirs.is_none() => {
-            if let Some(found) = BUNDLE_PATHS.iter().map(Path::new).find(|p| p.is_file()) {
+            if let Some(found) = BUNDLE_PATHS
+                .iter()
+                .map(std::path::Path::new)
+                .find(|p| p.is_file())
+            {
                 files.push(found.to_path_buf());
             }
         }
         None => {}
     }
+    let separator = if cfg!(windows) { ';' } else { ':' };
     for dir in cert_dirs
         .iter()
-        .flat_map(|d| d.split(':'))
+        .flat_map(|d| d.split(separator))
         .filter(|d| !d.is_empty())
     {
         if let Ok(entries) = std::fs::read_dir(dir) {
@@ -131,6 +141,30 @@ fn read_certificates(
         );
     }
     (all, report)
+}
+
+/// The Windows certificate store (the machine's and the user's trusted roots).
+#[cfg(windows)]
+fn windows_store() -> (Vec<CertificateDer<'static>>, TrustReport) {
+    let found = rustls_native_certs::load_native_certs();
+    for error in &found.errors {
+        tracing::warn!("reading the Windows certificate store: {error}");
+    }
+    let report = TrustReport {
+        files: Vec::new(),
+        loaded: found.certs.len(),
+        skipped: found.errors.len(),
+    };
+    tracing::debug!(
+        loaded = report.loaded,
+        "trust store loaded from the Windows certificate store"
+    );
+    if report.loaded == 0 {
+        tracing::warn!(
+            "no CA certificates in the Windows certificate store (set SSL_CERT_FILE to a PEM bundle): TLS connections will fail"
+        );
+    }
+    (found.certs, report)
 }
 
 /// The trust store as certificates, turned into trust anchors only when a server's chain names

@@ -28,9 +28,7 @@
 //! The cache never fails a pull: when the directory cannot be used, a warning is logged and the
 //! run fetches as if the cache were off.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -40,6 +38,12 @@ use crate::deadline::Deadline;
 use crate::jwt::ServiceAccountClaims;
 use crate::time::{from_unix_secs, unix_secs};
 use kcp_kubelet::secret::Secret;
+
+/// The file operations whose safety depends on the platform: no link following, no blocking
+/// open, ownership and permission checks on the open file.
+#[cfg_attr(unix, path = "token_cache/unix.rs")]
+#[cfg_attr(windows, path = "token_cache/windows.rs")]
+mod files;
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
 pub const DEFAULT_DIR: &str = "/var/lib/kubelet-credential-provider/token-cache";
@@ -223,14 +227,13 @@ pub struct TokenCache {
     dir: PathBuf,
     margin: Duration,
     jitter_percent: u8,
-    owner: u32,
+    owner: files::Owner,
 }
 
 impl TokenCache {
     /// A cache in `dir`, owned by the running user. Nothing is touched until first use.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let owner = unsafe { libc::geteuid() };
+        let owner = files::current_owner();
         TokenCache {
             dir: dir.into(),
             margin: DEFAULT_MARGIN,
@@ -299,7 +302,7 @@ impl TokenCache {
     /// Reads and checks the entry for `key` as seen at `now`.
     fn read(&self, key: &CacheKey, now: SystemTime) -> Option<RegistryToken> {
         let path = self.entry_path(key);
-        let bytes = match read_owned_file(&path, self.owner) {
+        let bytes = match files::read_owned_file(&path, self.owner, MAX_ENTRY_BYTES) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 tracing::debug!(path = %path.display(), "token cache: no entry");
@@ -354,7 +357,7 @@ impl TokenCache {
         let path = self.entry_path(key);
         match serde_json::to_vec(&entry)
             .map_err(|e| e.to_string())
-            .and_then(|bytes| write_atomic(&path, &bytes).map_err(|e| e.to_string()))
+            .and_then(|bytes| files::write_atomic(&path, &bytes).map_err(|e| e.to_string()))
         {
             Ok(()) => tracing::info!(path = %path.display(), "token cache: entry written"),
             Err(e) => {
@@ -363,36 +366,15 @@ impl TokenCache {
         }
     }
 
-    /// Creates the directory `0700`, and refuses one that is not ours.
+    /// Creates the directory (closed to other users), and refuses one that is not ours.
     fn prepare_dir(&self) -> Result<(), String> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|e| format!("creating it failed: {e}"))?;
-        let meta = fs::symlink_metadata(&self.dir).map_err(|e| e.to_string())?;
-        if !meta.is_dir() {
-            return Err("it is not a directory (a symlink is not followed)".into());
-        }
-        if meta.uid() != self.owner {
-            return Err(format!(
-                "it is owned by uid {}, not by this process (uid {})",
-                meta.uid(),
-                self.owner
-            ));
-        }
-        if meta.mode() & 0o077 != 0 {
-            tracing::warn!(dir = %self.dir.display(), mode = format!("{:o}", meta.mode() & 0o777), "token cache directory is open to other users; setting it to 0700");
-            fs::set_permissions(&self.dir, fs::Permissions::from_mode(0o700))
-                .map_err(|e| format!("setting its mode to 0700 failed: {e}"))?;
-        }
-        Ok(())
+        files::prepare_dir(&self.dir, self.owner)
     }
 
     /// Takes the key's advisory lock, waiting at most half of what is left of `deadline`.
     async fn lock(&self, key: &CacheKey, deadline: Deadline) -> Option<File> {
         let path = self.lock_path(key);
-        let file = match open_lock(&path, self.owner, true) {
+        let file = match files::open_lock(&path, self.owner, true) {
             Ok(Some(file)) => file,
             Ok(None) => return None,
             Err(reason) => {
@@ -470,14 +452,9 @@ impl TokenCache {
             match kind {
                 CacheFile::Temporary => {
                     // A writer renames its file within moments; one left for minutes was orphaned.
-                    let stale = fs::symlink_metadata(&path).is_ok_and(|m| {
-                        m.is_file()
-                            && m.uid() == self.owner
-                            && m.modified()
-                                .ok()
-                                .and_then(|t| now.duration_since(t).ok())
-                                .is_some_and(|age| age > STALE_TEMPORARY)
-                    });
+                    let stale = files::own_file_modified(&path, self.owner)
+                        .and_then(|t| now.duration_since(t).ok())
+                        .is_some_and(|age| age > STALE_TEMPORARY);
                     if stale && fs::remove_file(&path).is_ok() {
                         removed += 1;
                     }
@@ -493,14 +470,15 @@ impl TokenCache {
                 }
                 CacheFile::Entry if stem == keep => {}
                 CacheFile::Entry => {
-                    let expires_at = match read_owned_file(&path, self.owner) {
-                        Ok(Some(bytes)) => serde_json::from_slice::<Entry>(&bytes)
-                            .ok()
-                            .filter(|e| e.version == ENTRY_VERSION)
-                            .map(|e| e.expires_at),
-                        // Gone, or not a file of ours: not ours to remove.
-                        Ok(None) | Err(_) => continue,
-                    };
+                    let expires_at =
+                        match files::read_owned_file(&path, self.owner, MAX_ENTRY_BYTES) {
+                            Ok(Some(bytes)) => serde_json::from_slice::<Entry>(&bytes)
+                                .ok()
+                                .filter(|e| e.version == ENTRY_VERSION)
+                                .map(|e| e.expires_at),
+                            // Gone, or not a file of ours: not ours to remove.
+                            Ok(None) | Err(_) => continue,
+                        };
                     match expires_at {
                         Some(at) if at > now_s => {
                             let size = fs::symlink_metadata(&path).map_or(0, |m| m.len());
@@ -539,7 +517,7 @@ impl TokenCache {
     /// when its lock is held by a running exec, or is not a file of ours.
     fn remove_locked(&self, stem: &str, entry: Option<&Path>) -> bool {
         let lock_path = self.dir.join(format!("{stem}.lock"));
-        let lock = match open_lock(&lock_path, self.owner, false) {
+        let lock = match files::open_lock(&lock_path, self.owner, false) {
             Ok(Some(lock)) => Some(lock),
             Ok(None) => None,
             Err(_) => return false,
@@ -566,7 +544,7 @@ enum CacheFile {
     Entry,
     /// `<stem>.lock`
     Lock,
-    /// `.<stem>.json.<pid>.<random>.tmp`, from [`write_atomic`]
+    /// `.<stem>.json.<pid>.<random>.tmp`, from [`files::write_atomic`]
     Temporary,
 }
 
@@ -590,32 +568,6 @@ fn cache_file_name(name: &str) -> Option<(&str, CacheFile)> {
         _ => return None,
     };
     is_stem(stem).then_some((stem, kind))
-}
-
-/// Opens a lock file without following a link or blocking on a FIFO, and checks the open file:
-/// a regular file of `owner`, closed to others. `create`: make it (`0600`) when missing;
-/// otherwise a missing lock is `Ok(None)`.
-fn open_lock(path: &Path, owner: u32, create: bool) -> Result<Option<File>, String> {
-    let file = match OpenOptions::new()
-        .create(create)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(file) => file,
-        Err(e) if !create && e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
-        // A FIFO nobody reads: opening it for writing without blocking fails with ENXIO.
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
-            return Err("it is not a regular file".into());
-        }
-        Err(e) => return Err(format!("opening it failed: {e}")),
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    check_owned(&meta, owner)?;
-    Ok(Some(file))
 }
 
 /// Fetches through `cache` when there is one, else straight from `fetch`.
@@ -691,85 +643,19 @@ impl Entry {
     }
 }
 
-/// Reads a cache file only if it is a regular file owned by `owner` and closed to others.
-/// `Ok(None)`: no such file.
-fn read_owned_file(path: &Path, owner: u32) -> Result<Option<Vec<u8>>, String> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(file) => file,
-        // A missing directory (or a file in its place) is reported once, when it is created.
-        Err(e)
-            if e.kind() == std::io::ErrorKind::NotFound
-                || e.raw_os_error() == Some(libc::ENOTDIR) =>
-        {
-            return Ok(None);
-        }
-        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
-        Err(e) => return Err(format!("opening it failed: {e}")),
-    };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    check_owned(&meta, owner)?;
-    if meta.len() > MAX_ENTRY_BYTES {
-        return Err(format!(
-            "it is {} bytes, too large for an entry",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(MAX_ENTRY_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading it failed: {e}"))?;
-    Ok(Some(bytes))
-}
-
-/// A file we may trust: regular, owned by `owner`, no access for group or others.
-fn check_owned(meta: &fs::Metadata, owner: u32) -> Result<(), String> {
-    if !meta.is_file() {
-        return Err("it is not a regular file".into());
-    }
-    if meta.uid() != owner {
-        return Err(format!("it is owned by uid {}, not {owner}", meta.uid()));
-    }
-    if meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "its mode {:o} lets other users read or write it",
-            meta.mode() & 0o777
-        ));
-    }
-    Ok(())
-}
-
-/// Writes `bytes` to a new `0600` file next to `path` and renames it over `path`, so a reader
-/// sees the old entry or the new one, never half of one.
-fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// A fresh name beside `path` for writing its next version: `.<name>.<pid>.<random>.tmp`.
+#[cfg(unix)]
+fn temporary_name(path: &Path) -> PathBuf {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
+    dir.join(format!(
         ".{name}.{}.{:08x}.tmp",
         std::process::id(),
         fastrand::u32(..)
-    ));
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        file.flush()?;
-        fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    ))
 }
 
 /// Length-prefixed bytes, so `("ab","c")` and `("a","bc")` hash differently.
@@ -795,9 +681,10 @@ fn secs(d: Duration) -> i64 {
 }
 
 #[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

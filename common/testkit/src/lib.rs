@@ -40,6 +40,23 @@ pub fn windows_target() -> bool {
     cross_target().is_some_and(|t| t.contains("windows"))
 }
 
+/// `true` (skip the test) when the binaries under test are Windows executables and `test` does
+/// not apply to them; `why` says why. The skip is announced by name on the test process's real
+/// stderr, which the test harness does not capture, so `scripts/cross-test` shows every test a
+/// platform did not run.
+pub fn skip_on_windows(test: &str, why: &str) -> bool {
+    if !windows_target() {
+        return false;
+    }
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED on {}: {test}: {why}",
+        cross_target().unwrap_or_default()
+    );
+    true
+}
+
 /// The binary to run for one cargo built for the host (`env!("CARGO_BIN_EXE_<name>")`): that
 /// binary itself, or with [`TARGET_ENV`] set, the same binary from
 /// `<target dir>/<triple>/release/` as `scripts/release --target` builds it (`.exe` for Windows).
@@ -271,7 +288,8 @@ impl Outcome {
     pub fn rejected(&self) -> String {
         let stderr = self.stderr();
         let context = format!(
-            "\n--- stdout ---\n{}\n--- stderr ---\n{stderr}",
+            "\n--- exit code ---\n{:?}\n--- stdout ---\n{}\n--- stderr ---\n{stderr}",
+            self.exec.exit_code,
             self.stdout()
         );
         assert!(!self.exec.timed_out, "timed out{context}");

@@ -38,12 +38,19 @@ pub struct AzureConfig {
     pub use_federated_workload_identity_extension: bool,
 }
 
+/// Where AKS keeps the cloud configuration file: Linux nodes and Windows nodes.
+pub const USUAL_PATH: &str = if cfg!(windows) {
+    r"C:\k\azure.json"
+} else {
+    "/etc/kubernetes/azure.json"
+};
+
 /// Why the configuration file could not be used. Each message names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Missing or unreadable.
     #[error(
-        "failed to load config: reading the cloud config file {path}: {reason} (pass its path as the plugin's argument in the kubelet's CredentialProviderConfig, usually /etc/kubernetes/azure.json)"
+        "failed to load config: reading the cloud config file {path}: {reason} (pass its path as the plugin's argument in the kubelet's CredentialProviderConfig, usually {USUAL_PATH})"
     )]
     Read {
         /// The path.

@@ -567,6 +567,12 @@ fn concurrent_runs_are_independent() {
 
 #[test]
 fn a_profile_with_credential_process_supplies_credentials() {
+    if kcp_testkit::skip_on_windows(
+        "a_profile_with_credential_process_supplies_credentials",
+        "the profile's credential_process is a shell script",
+    ) {
+        return;
+    }
     let ecr = ecr_sequence(vec![ecr_token("AWS:p", None)]);
     let p = Plugin::new(BIN)
         .env("AWS_EC2_METADATA_DISABLED", "true")

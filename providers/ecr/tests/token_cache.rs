@@ -46,6 +46,12 @@ fn secs(d: GoDuration) -> i64 {
 
 #[test]
 fn sixty_four_concurrent_execs_make_one_ecr_call() {
+    if kcp_testkit::skip_on_windows(
+        "sixty_four_concurrent_execs_make_one_ecr_call",
+        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
+    ) {
+        return;
+    }
     let ecr = slow_ecr("herd-password", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-herd");
     let p = cached(plugin(), &ecr, &dir);
@@ -85,6 +91,12 @@ fn sixty_four_concurrent_execs_make_one_ecr_call() {
 
 #[test]
 fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
+    if kcp_testkit::skip_on_windows(
+        "a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life",
+        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
+    ) {
+        return;
+    }
     let ecr = slow_ecr("p1", unix_now() + 2 * 3600);
     let dir = TempDir::new("ecr-restart");
     let p = cached(plugin(), &ecr, &dir);
@@ -137,6 +149,12 @@ fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
 
 #[test]
 fn entries_are_per_region_and_per_identity() {
+    if kcp_testkit::skip_on_windows(
+        "entries_are_per_region_and_per_identity",
+        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
+    ) {
+        return;
+    }
     let ecr = slow_ecr("p", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-scopes");
     let p = cached(plugin(), &ecr, &dir);
@@ -166,6 +184,12 @@ fn entries_are_per_region_and_per_identity() {
 
 #[test]
 fn service_accounts_share_per_account_and_their_token_never_reaches_disk() {
+    if kcp_testkit::skip_on_windows(
+        "service_accounts_share_per_account_and_their_token_never_reaches_disk",
+        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
+    ) {
+        return;
+    }
     let sts = FakeServer::start(|_| sts_credentials("ASIAASSUMEDROLE", unix_now() + 3600));
     let ecr = slow_ecr("role-password", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-sa");
@@ -235,6 +259,12 @@ fn a_token_without_service_account_claims_is_not_cached() {
 
 #[test]
 fn the_cache_is_off_unless_asked_for_and_the_environment_turns_it_on() {
+    if kcp_testkit::skip_on_windows(
+        "the_cache_is_off_unless_asked_for_and_the_environment_turns_it_on",
+        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
+    ) {
+        return;
+    }
     let ecr = slow_ecr("p", unix_now() + 12 * 3600);
     let p = plugin().env("AWS_ENDPOINT_URL_ECR", ecr.url());
     p.request(ApiVersion::V1, PRIVATE_HOST).accepted();

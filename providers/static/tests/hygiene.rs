@@ -125,6 +125,12 @@ fn effective_uid() -> u32 {
 
 #[test]
 fn a_waiting_provider_is_not_dumpable() {
+    if kcp_testkit::skip_on_windows(
+        "a_waiting_provider_is_not_dumpable",
+        "PR_SET_DUMPABLE and RLIMIT_CORE are Linux process hygiene, read back from /proc",
+    ) {
+        return;
+    }
     let p = Waiting::start();
     let proc_dir = format!("/proc/{}", p.pid());
     let owner = std::fs::metadata(format!("{proc_dir}/status"))
@@ -152,6 +158,12 @@ fn a_waiting_provider_is_not_dumpable() {
 
 #[test]
 fn a_waiting_provider_has_a_core_file_limit_of_zero() {
+    if kcp_testkit::skip_on_windows(
+        "a_waiting_provider_has_a_core_file_limit_of_zero",
+        "PR_SET_DUMPABLE and RLIMIT_CORE are Linux process hygiene, read back from /proc",
+    ) {
+        return;
+    }
     let p = Waiting::start();
     let limits = std::fs::read_to_string(format!("/proc/{}/limits", p.pid())).unwrap();
     let line = limits
