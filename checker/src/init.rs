@@ -257,6 +257,22 @@ const GENERIC_DROP_IN: &str = "/etc/kubernetes/credential-providers.d";
 const WINDOWS_BIN: &str = r"C:\k\credential-provider";
 const WINDOWS_CONFIG: &str = r"C:\k\credential-provider-config.yaml";
 const WINDOWS_FLAGS: &str = "add both flags to the kubelet's arguments where the node starts it (its Windows service or start-up script), then Restart-Service kubelet; the kubelet runs <name>.exe from the bin dir, so the config names each provider without .exe";
+const AKS_WINDOWS: PlatformDefaults = windows_platform("aks-windows");
+const EKS_WINDOWS: PlatformDefaults = windows_platform("eks-windows");
+
+/// A Windows node pool: the same paths and flags whatever the cloud.
+const fn windows_platform(name: &'static str) -> PlatformDefaults {
+    PlatformDefaults {
+        name,
+        bin_dir: WINDOWS_BIN,
+        config: WINDOWS_CONFIG,
+        config_service_account: WINDOWS_CONFIG,
+        drop_in_dir: None,
+        no_drop_in: None,
+        flags_home: WINDOWS_FLAGS,
+        windows: true,
+    }
+}
 
 /// The platform table.
 fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
@@ -331,26 +347,8 @@ fn platform_defaults(platform: Platform) -> &'static PlatformDefaults {
             flags_home: "mount the binaries and the config into every node (extraMounts) and pass both flags in kubeadmConfigPatches (nodeRegistration.kubeletExtraArgs of InitConfiguration and JoinConfiguration); kind nodes have no cloud identity, so give each provider credentials (e.g. --env ecr=AWS_SHARED_CREDENTIALS_FILE=..., --arg gcr=--json-key=...)",
             windows: false,
         },
-        Platform::AksWindows => &PlatformDefaults {
-            name: "aks-windows",
-            bin_dir: WINDOWS_BIN,
-            config: WINDOWS_CONFIG,
-            config_service_account: WINDOWS_CONFIG,
-            drop_in_dir: None,
-            no_drop_in: None,
-            flags_home: WINDOWS_FLAGS,
-            windows: true,
-        },
-        Platform::EksWindows => &PlatformDefaults {
-            name: "eks-windows",
-            bin_dir: WINDOWS_BIN,
-            config: WINDOWS_CONFIG,
-            config_service_account: WINDOWS_CONFIG,
-            drop_in_dir: None,
-            no_drop_in: None,
-            flags_home: WINDOWS_FLAGS,
-            windows: true,
-        },
+        Platform::AksWindows => &AKS_WINDOWS,
+        Platform::EksWindows => &EKS_WINDOWS,
     }
 }
 
@@ -1278,8 +1276,22 @@ mod tests {
                 let d = provider_defaults(*provider, *platform);
                 assert!(GoDuration::parse(d.cache_duration).is_ok());
             }
-            assert!(platform_defaults(*platform).bin_dir.starts_with('/'));
+            // Every default path is absolute in the platform's own spelling.
+            let p = platform_defaults(*platform);
+            for path in [p.bin_dir, p.config, p.config_service_account]
+                .into_iter()
+                .chain(p.drop_in_dir)
+            {
+                assert!(
+                    absolute("path", path, p.windows).is_ok(),
+                    "{}: {path}",
+                    p.name
+                );
+            }
         }
+        assert!(absolute("path", r"C:\k", true).is_ok());
+        assert!(absolute("path", "/k", true).is_err());
+        assert!(absolute("path", r"C:\k", false).is_err());
     }
 
     #[test]

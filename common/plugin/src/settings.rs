@@ -35,7 +35,8 @@ pub struct CommonArgs {
 
     /// Keep registry tokens on disk so concurrent and later execs (and restarted kubelets) reuse
     /// one upstream token (also CREDENTIAL_PROVIDER_TOKEN_CACHE)
-    /// [default dir: /var/lib/kubelet-credential-provider/token-cache].
+    /// [default dir: /var/lib/kubelet-credential-provider/token-cache; on Windows
+    /// C:\ProgramData\kubelet-credential-provider\token-cache].
     #[arg(long, value_name = "BOOL", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", global = true)]
     pub token_cache: Option<bool>,
 

@@ -46,7 +46,11 @@ use kcp_kubelet::secret::Secret;
 mod files;
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
-pub const DEFAULT_DIR: &str = "/var/lib/kubelet-credential-provider/token-cache";
+pub const DEFAULT_DIR: &str = if cfg!(windows) {
+    r"C:\ProgramData\kubelet-credential-provider\token-cache"
+} else {
+    "/var/lib/kubelet-credential-provider/token-cache"
+};
 /// Environment variable that turns the cache on (`true`/`false`).
 pub const ENABLE_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE";
 /// Environment variable naming the cache directory (turns the cache on).
@@ -302,7 +306,7 @@ impl TokenCache {
     /// Reads and checks the entry for `key` as seen at `now`.
     fn read(&self, key: &CacheKey, now: SystemTime) -> Option<RegistryToken> {
         let path = self.entry_path(key);
-        let bytes = match files::read_owned_file(&path, self.owner, MAX_ENTRY_BYTES) {
+        let bytes = match files::read_owned_file(&path, &self.owner, MAX_ENTRY_BYTES) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => {
                 tracing::debug!(path = %path.display(), "token cache: no entry");
@@ -357,8 +361,9 @@ impl TokenCache {
         let path = self.entry_path(key);
         match serde_json::to_vec(&entry)
             .map_err(|e| e.to_string())
-            .and_then(|bytes| files::write_atomic(&path, &bytes).map_err(|e| e.to_string()))
-        {
+            .and_then(|bytes| {
+                files::write_atomic(&path, &bytes, &self.owner).map_err(|e| e.to_string())
+            }) {
             Ok(()) => tracing::info!(path = %path.display(), "token cache: entry written"),
             Err(e) => {
                 tracing::warn!(path = %path.display(), "token cache: writing the entry failed: {e}")
@@ -368,13 +373,13 @@ impl TokenCache {
 
     /// Creates the directory (closed to other users), and refuses one that is not ours.
     fn prepare_dir(&self) -> Result<(), String> {
-        files::prepare_dir(&self.dir, self.owner)
+        files::prepare_dir(&self.dir, &self.owner)
     }
 
     /// Takes the key's advisory lock, waiting at most half of what is left of `deadline`.
     async fn lock(&self, key: &CacheKey, deadline: Deadline) -> Option<File> {
         let path = self.lock_path(key);
-        let file = match files::open_lock(&path, self.owner, true) {
+        let file = match files::open_lock(&path, &self.owner, true) {
             Ok(Some(file)) => file,
             Ok(None) => return None,
             Err(reason) => {
@@ -452,7 +457,7 @@ impl TokenCache {
             match kind {
                 CacheFile::Temporary => {
                     // A writer renames its file within moments; one left for minutes was orphaned.
-                    let stale = files::own_file_modified(&path, self.owner)
+                    let stale = files::own_file_modified(&path, &self.owner)
                         .and_then(|t| now.duration_since(t).ok())
                         .is_some_and(|age| age > STALE_TEMPORARY);
                     if stale && fs::remove_file(&path).is_ok() {
@@ -471,7 +476,7 @@ impl TokenCache {
                 CacheFile::Entry if stem == keep => {}
                 CacheFile::Entry => {
                     let expires_at =
-                        match files::read_owned_file(&path, self.owner, MAX_ENTRY_BYTES) {
+                        match files::read_owned_file(&path, &self.owner, MAX_ENTRY_BYTES) {
                             Ok(Some(bytes)) => serde_json::from_slice::<Entry>(&bytes)
                                 .ok()
                                 .filter(|e| e.version == ENTRY_VERSION)
@@ -517,7 +522,7 @@ impl TokenCache {
     /// when its lock is held by a running exec, or is not a file of ours.
     fn remove_locked(&self, stem: &str, entry: Option<&Path>) -> bool {
         let lock_path = self.dir.join(format!("{stem}.lock"));
-        let lock = match files::open_lock(&lock_path, self.owner, false) {
+        let lock = match files::open_lock(&lock_path, &self.owner, false) {
             Ok(Some(lock)) => Some(lock),
             Ok(None) => None,
             Err(_) => return false,
@@ -644,7 +649,6 @@ impl Entry {
 }
 
 /// A fresh name beside `path` for writing its next version: `.<name>.<pid>.<random>.tmp`.
-#[cfg(unix)]
 fn temporary_name(path: &Path) -> PathBuf {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path

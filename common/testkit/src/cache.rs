@@ -61,12 +61,19 @@ impl CacheEntry {
 }
 
 /// Asserts that `dir` is `0700` and holds exactly `n` entries, each a `0600` regular file owned
-/// by this user with a well-formed entry; returns them sorted by path. Lock files and nothing
+/// by this user with a well-formed entry (for Windows binaries: closed to everyone else); returns them sorted by path. Lock files and nothing
 /// else may sit beside them (no leftover temporary files).
 pub fn cache_entries(dir: &Path, n: usize) -> Vec<CacheEntry> {
     let meta = std::fs::symlink_metadata(dir).expect("the cache directory exists");
     assert!(meta.is_dir());
-    assert_eq!(meta.mode() & 0o777, 0o700, "cache directory mode");
+    // Windows binaries under wine: their access lists show through as the Unix mode wine maps
+    // them to; what must hold is that "other" (Windows' Everyone) gets nothing.
+    let windows = super::windows_target();
+    if windows {
+        assert_eq!(meta.mode() & 0o007, 0, "cache directory open to everyone");
+    } else {
+        assert_eq!(meta.mode() & 0o777, 0o700, "cache directory mode");
+    }
     let mut entries = Vec::new();
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("readable cache directory")
@@ -82,7 +89,11 @@ pub fn cache_entries(dir: &Path, n: usize) -> Vec<CacheEntry> {
         let path = dir.join(name);
         let meta = std::fs::symlink_metadata(&path).expect("entry metadata");
         assert!(meta.is_file(), "{name} is not a regular file");
-        assert_eq!(meta.mode() & 0o777, 0o600, "{name} mode");
+        if windows {
+            assert_eq!(meta.mode() & 0o007, 0, "{name} open to everyone");
+        } else {
+            assert_eq!(meta.mode() & 0o777, 0o600, "{name} mode");
+        }
         // SAFETY: geteuid has no preconditions.
         assert_eq!(meta.uid(), unsafe { libc::geteuid() }, "{name} owner");
         if name.ends_with(".lock") {

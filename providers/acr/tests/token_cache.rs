@@ -43,12 +43,6 @@ fn upstream_calls(world: &World) -> (usize, usize, usize) {
 
 #[test]
 fn sixty_four_concurrent_execs_make_one_identity_call_and_one_exchange() {
-    if kcp_testkit::skip_on_windows(
-        "sixty_four_concurrent_execs_make_one_identity_call_and_one_exchange",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let world = World::new();
     let p = cached(&world, world.mi_plugin(MI_CONFIG));
     let outcomes = herd(&p, 64, IMAGE, None, &BTreeMap::new());
@@ -76,12 +70,6 @@ fn sixty_four_concurrent_execs_make_one_identity_call_and_one_exchange() {
 
 #[test]
 fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
-    if kcp_testkit::skip_on_windows(
-        "a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let world = World::new();
     let p = cached(&world, world.mi_plugin(MI_CONFIG));
     let first = p.request(ApiVersion::V1, IMAGE);
@@ -110,12 +98,6 @@ fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
 
 #[test]
 fn login_servers_and_identities_get_their_own_entries() {
-    if kcp_testkit::skip_on_windows(
-        "login_servers_and_identities_get_their_own_entries",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let world = World::new();
     let p = cached(&world, world.mi_plugin(MI_CONFIG));
     p.request(ApiVersion::V1, IMAGE).accepted();
@@ -136,12 +118,6 @@ fn login_servers_and_identities_get_their_own_entries() {
 
 #[test]
 fn pods_of_one_service_account_share_an_entry_without_their_token() {
-    if kcp_testkit::skip_on_windows(
-        "pods_of_one_service_account_share_an_entry_without_their_token",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let world = World::new();
     let p = cached(&world, world.plugin(SP_CONFIG));
     let annotations = fields(&[
@@ -194,6 +170,7 @@ fn skewed_registry_is_cached_with_the_life_it_leaves(skew: i64, life_left: i64) 
     );
     let p = cached(&world, world.plugin(SP_CONFIG));
     let want = life_left - 300;
+    let started = std::time::Instant::now();
     let first = p.request(ApiVersion::V1, IMAGE).accepted();
     assert_eq!(first.auth["myreg.azurecr.io"].1, refresh);
     assert!(
@@ -209,8 +186,11 @@ fn skewed_registry_is_cached_with_the_life_it_leaves(skew: i64, life_left: i64) 
     let second = p.request(ApiVersion::V1, IMAGE).accepted();
     assert_eq!(upstream_calls(&world).2, 1, "answered from the entry");
     assert_eq!(second.auth["myreg.azurecr.io"].1, refresh);
+    // The entry's life counts down between the two execs: slow ones (emulated binaries on a
+    // busy machine) take seconds.
+    let slack = 2 + i64::try_from(started.elapsed().as_secs()).unwrap();
     assert!(
-        (want - 2..=want).contains(&secs(second.cache_duration)),
+        (want - slack..=want).contains(&secs(second.cache_duration)),
         "cached: {:?}, want {want}s",
         second.cache_duration
     );
@@ -218,24 +198,12 @@ fn skewed_registry_is_cached_with_the_life_it_leaves(skew: i64, life_left: i64) 
 
 #[test]
 fn a_registry_clock_ahead_is_cached_with_the_life_it_counts() {
-    if kcp_testkit::skip_on_windows(
-        "a_registry_clock_ahead_is_cached_with_the_life_it_counts",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     // By the node's clock five hours would be left; the registry's says three.
     skewed_registry_is_cached_with_the_life_it_leaves(2 * 3600, 3 * 3600);
 }
 
 #[test]
 fn a_registry_clock_behind_is_cached_with_the_life_the_node_counts() {
-    if kcp_testkit::skip_on_windows(
-        "a_registry_clock_behind_is_cached_with_the_life_the_node_counts",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     // By the registry's clock three hours would be left; the node's says one.
     skewed_registry_is_cached_with_the_life_it_leaves(-2 * 3600, 3600);
 }

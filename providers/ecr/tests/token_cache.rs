@@ -46,12 +46,6 @@ fn secs(d: GoDuration) -> i64 {
 
 #[test]
 fn sixty_four_concurrent_execs_make_one_ecr_call() {
-    if kcp_testkit::skip_on_windows(
-        "sixty_four_concurrent_execs_make_one_ecr_call",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let ecr = slow_ecr("herd-password", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-herd");
     let p = cached(plugin(), &ecr, &dir);
@@ -91,12 +85,6 @@ fn sixty_four_concurrent_execs_make_one_ecr_call() {
 
 #[test]
 fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
-    if kcp_testkit::skip_on_windows(
-        "a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let ecr = slow_ecr("p1", unix_now() + 2 * 3600);
     let dir = TempDir::new("ecr-restart");
     let p = cached(plugin(), &ecr, &dir);
@@ -149,12 +137,6 @@ fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
 
 #[test]
 fn entries_are_per_region_and_per_identity() {
-    if kcp_testkit::skip_on_windows(
-        "entries_are_per_region_and_per_identity",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let ecr = slow_ecr("p", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-scopes");
     let p = cached(plugin(), &ecr, &dir);
@@ -184,12 +166,6 @@ fn entries_are_per_region_and_per_identity() {
 
 #[test]
 fn service_accounts_share_per_account_and_their_token_never_reaches_disk() {
-    if kcp_testkit::skip_on_windows(
-        "service_accounts_share_per_account_and_their_token_never_reaches_disk",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let sts = FakeServer::start(|_| sts_credentials("ASIAASSUMEDROLE", unix_now() + 3600));
     let ecr = slow_ecr("role-password", unix_now() + 12 * 3600);
     let dir = TempDir::new("ecr-sa");
@@ -259,12 +235,6 @@ fn a_token_without_service_account_claims_is_not_cached() {
 
 #[test]
 fn the_cache_is_off_unless_asked_for_and_the_environment_turns_it_on() {
-    if kcp_testkit::skip_on_windows(
-        "the_cache_is_off_unless_asked_for_and_the_environment_turns_it_on",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let ecr = slow_ecr("p", unix_now() + 12 * 3600);
     let p = plugin().env("AWS_ENDPOINT_URL_ECR", ecr.url());
     p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
@@ -348,4 +318,29 @@ fn jitter_spreads_cache_durations_below_the_computed_one() {
         .request(ApiVersion::V1, PRIVATE_HOST)
         .rejected();
     assert!(line.contains("150"), "{line}");
+}
+
+#[test]
+fn an_entry_others_can_read_is_not_served_and_is_replaced() {
+    use std::os::unix::fs::PermissionsExt;
+    let ecr = slow_ecr("p1", unix_now() + 2 * 3600);
+    let dir = TempDir::new("ecr-open-entry");
+    let p = cached(plugin(), &ecr, &dir);
+    p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
+    let entry = &cache_entries(&dir.path().join("cache"), 1)[0];
+    // Opened to everyone. For Windows binaries wine shows the mode as an access list that lets
+    // Everyone read: the same refusal through the other platform's check.
+    std::fs::set_permissions(&entry.path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = p.request(ApiVersion::V1, PRIVATE_HOST);
+    out.accepted();
+    assert_eq!(ecr.requests().len(), 2, "not served from the open entry");
+    assert!(
+        out.stderr().contains("token cache: ignoring the entry"),
+        "{}",
+        out.stderr()
+    );
+    // Replaced by a private entry, which the next exec is served from.
+    cache_entries(&dir.path().join("cache"), 1);
+    p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
+    assert_eq!(ecr.requests().len(), 2);
 }

@@ -20,7 +20,7 @@ pub(super) fn current_owner() -> Owner {
 
 /// Creates `dir` `0700`, refuses one that is not a real directory of `owner`, and closes one that
 /// is open to others.
-pub(super) fn prepare_dir(dir: &Path, owner: Owner) -> Result<(), String> {
+pub(super) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -30,7 +30,7 @@ pub(super) fn prepare_dir(dir: &Path, owner: Owner) -> Result<(), String> {
     if !meta.is_dir() {
         return Err("it is not a directory (a symlink is not followed)".into());
     }
-    if meta.uid() != owner {
+    if meta.uid() != *owner {
         return Err(format!(
             "it is owned by uid {}, not by this process (uid {owner})",
             meta.uid(),
@@ -47,7 +47,7 @@ pub(super) fn prepare_dir(dir: &Path, owner: Owner) -> Result<(), String> {
 /// Opens a lock file without following a link or blocking on a FIFO, and checks the open file:
 /// a regular file of `owner`, closed to others. `create`: make it (`0600`) when missing;
 /// otherwise a missing lock is `Ok(None)`.
-pub(super) fn open_lock(path: &Path, owner: Owner, create: bool) -> Result<Option<File>, String> {
+pub(super) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
     let file = match OpenOptions::new()
         .create(create)
         .truncate(false)
@@ -74,7 +74,7 @@ pub(super) fn open_lock(path: &Path, owner: Owner, create: bool) -> Result<Optio
 /// closed to others. `Ok(None)`: no such file.
 pub(super) fn read_owned_file(
     path: &Path,
-    owner: Owner,
+    owner: &Owner,
     max_bytes: u64,
 ) -> Result<Option<Vec<u8>>, String> {
     let file = match OpenOptions::new()
@@ -109,19 +109,19 @@ pub(super) fn read_owned_file(
 }
 
 /// When `path` was last written, if it is a regular file of `owner` (not followed if a link).
-pub(super) fn own_file_modified(path: &Path, owner: Owner) -> Option<SystemTime> {
+pub(super) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
     let meta = fs::symlink_metadata(path).ok()?;
-    (meta.is_file() && meta.uid() == owner)
+    (meta.is_file() && meta.uid() == *owner)
         .then(|| meta.modified().ok())
         .flatten()
 }
 
 /// A file we may trust: regular, owned by `owner`, no access for group or others.
-fn check_owned(meta: &fs::Metadata, owner: Owner) -> Result<(), String> {
+fn check_owned(meta: &fs::Metadata, owner: &Owner) -> Result<(), String> {
     if !meta.is_file() {
         return Err("it is not a regular file".into());
     }
-    if meta.uid() != owner {
+    if meta.uid() != *owner {
         return Err(format!("it is owned by uid {}, not {owner}", meta.uid()));
     }
     if meta.mode() & 0o077 != 0 {
@@ -136,7 +136,7 @@ fn check_owned(meta: &fs::Metadata, owner: Owner) -> Result<(), String> {
 /// Writes `bytes` to a new `0600` file next to `path` and renames it over `path`, so a reader
 /// sees the old entry or the new one, never half of one. The temporary file is created
 /// exclusively (`O_EXCL`: whatever already has its name, link or FIFO, is never opened).
-pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_atomic(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io::Result<()> {
     let tmp = super::temporary_name(path);
     let result = (|| {
         let mut file = OpenOptions::new()

@@ -1,48 +1,433 @@
-//! The token cache on Windows: not available yet. Its safety on Unix rests on file modes,
-//! `O_NOFOLLOW` and `fstat`; the Windows equivalents (an owner-only ACL, no following of
-//! symlinks or junctions) are not written, and a cache without them would let other local users
-//! read registry credentials. So every operation reports the cache unusable, and the run warns
-//! once and fetches without it, as for any unusable cache directory (docs/operations.md).
+//! The token cache's file operations on Windows. What Unix gets from modes, `O_NOFOLLOW` and
+//! `fstat`, Windows gets from access lists and reparse points:
+//!
+//! - the directory is created with a protected access list that grants access only to SYSTEM,
+//!   Administrators and the running account (the kubelet's, usually SYSTEM); an existing one
+//!   must be owned by one of them and is closed to everyone else when it is more open;
+//! - every file the cache creates gets that same protected list on its own handle (inheritance
+//!   is not relied on), before a byte is written;
+//! - every file is opened with `FILE_FLAG_OPEN_REPARSE_POINT`, so a symlink or junction is
+//!   opened as itself and refused, never followed; and it is trusted only when the open handle
+//!   shows a regular file owned by one of those accounts whose access list lets nobody else in.
+//!
+//! Windows has no FIFOs in a directory (named pipes live under `\\.\pipe\`), so opening a file
+//! here cannot block.
 
-use std::fs::File;
+use std::ffi::c_void;
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::os::windows::ffi::OsStrExt;
+use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
+use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 use std::time::SystemTime;
 
-/// Unused on Windows until the cache is.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Owner;
+use windows_sys::Win32::Foundation::{
+    GENERIC_READ, GENERIC_WRITE, HANDLE, HLOCAL, LocalFree, WIN32_ERROR,
+};
+use windows_sys::Win32::Security::Authorization::{
+    ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, GetSecurityInfo,
+    SE_FILE_OBJECT, SetSecurityInfo,
+};
+use windows_sys::Win32::Security::{
+    ACCESS_ALLOWED_ACE, ACE_HEADER, ACL, DACL_SECURITY_INFORMATION, GetAce,
+    GetSecurityDescriptorDacl, GetTokenInformation, OWNER_SECURITY_INFORMATION,
+    PROTECTED_DACL_SECURITY_INFORMATION, PSECURITY_DESCRIPTOR, PSID, SECURITY_ATTRIBUTES,
+    TOKEN_OWNER, TOKEN_QUERY, TOKEN_USER, TokenOwner, TokenUser,
+};
+use windows_sys::Win32::Storage::FileSystem::{
+    CreateDirectoryW, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
+    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, READ_CONTROL, WRITE_DAC,
+};
+use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
-const UNAVAILABLE: &str = "the token cache is not available on Windows yet";
+/// `ACCESS_ALLOWED_ACE_TYPE` and `ACCESS_DENIED_ACE_TYPE`.
+const ACCESS_ALLOWED: u8 = 0;
+const ACCESS_DENIED: u8 = 1;
+/// `ERROR_ALREADY_EXISTS`.
+const ALREADY_EXISTS: WIN32_ERROR = 183;
 
+/// The accounts the cache's files may belong to and be open to, as SID strings: the running
+/// account, the owner its token gives new objects, SYSTEM and Administrators.
+#[derive(Debug, Clone)]
+pub(super) struct Owner {
+    user: Option<String>,
+    trusted: Vec<String>,
+}
+
+impl Owner {
+    /// The protected access list for the directory (inherited) or a file (not).
+    fn sddl(&self, inherit: bool) -> String {
+        let flags = if inherit { "OICI" } else { "" };
+        let mut text = format!("D:P(A;{flags};FA;;;SY)(A;{flags};FA;;;BA)");
+        if let Some(user) = &self.user {
+            text.push_str(&format!("(A;{flags};FA;;;{user})"));
+        }
+        text
+    }
+
+    fn trusts(&self, sid: &str) -> bool {
+        self.trusted.iter().any(|t| t == sid)
+    }
+}
+
+/// The running process's account and its token's default owner.
 pub(super) fn current_owner() -> Owner {
-    Owner
+    let mut trusted = vec!["S-1-5-18".to_owned(), "S-1-5-32-544".to_owned()];
+    let mut user = None;
+    // SAFETY: the token handle is only used for the two queries below; each buffer is large
+    // enough for a TOKEN_USER / TOKEN_OWNER with any SID (at most 68 bytes) and is only read
+    // after the call reported success.
+    unsafe {
+        let mut token: HANDLE = std::ptr::null_mut();
+        if OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) != 0 {
+            let mut buf = [0u64; 64];
+            let mut len = 0u32;
+            if GetTokenInformation(token, TokenUser, buf.as_mut_ptr().cast(), 512, &mut len) != 0 {
+                let sid = (*(buf.as_ptr() as *const TOKEN_USER)).User.Sid;
+                user = sid_string(sid);
+            }
+            let mut buf = [0u64; 64];
+            if GetTokenInformation(token, TokenOwner, buf.as_mut_ptr().cast(), 512, &mut len) != 0 {
+                let sid = (*(buf.as_ptr() as *const TOKEN_OWNER)).Owner;
+                trusted.extend(sid_string(sid));
+            }
+            windows_sys::Win32::Foundation::CloseHandle(token);
+        }
+    }
+    trusted.extend(user.clone());
+    Owner { user, trusted }
 }
 
-pub(super) fn prepare_dir(_dir: &Path, _owner: Owner) -> Result<(), String> {
-    Err(UNAVAILABLE.into())
+/// Creates `dir` with the cache's access list, or checks an existing one: a real directory (not
+/// a link or junction) owned by a trusted account, closed to others (closed here when it is not).
+pub(super) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent).map_err(|e| format!("creating it failed: {e}"))?;
+    }
+    let created = with_descriptor(&owner.sddl(true), |sd| {
+        let sa = SECURITY_ATTRIBUTES {
+            nLength: size_of::<SECURITY_ATTRIBUTES>() as u32,
+            lpSecurityDescriptor: sd,
+            bInheritHandle: 0,
+        };
+        let path = wide(dir);
+        // SAFETY: `path` is NUL-terminated and `sa` points at a valid descriptor for the call.
+        if unsafe { CreateDirectoryW(path.as_ptr(), &sa) } != 0 {
+            Ok(true)
+        } else {
+            match std::io::Error::last_os_error() {
+                e if e.raw_os_error() == Some(ALREADY_EXISTS as i32) => Ok(false),
+                e => Err(format!("creating it failed: {e}")),
+            }
+        }
+    })?;
+    let handle = OpenOptions::new()
+        .read(true)
+        .access_mode(READ_CONTROL | WRITE_DAC)
+        .custom_flags(FILE_FLAG_BACKUP_SEMANTICS | FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(dir)
+        .map_err(|e| format!("opening it failed: {e}"))?;
+    let attributes = handle
+        .metadata()
+        .map_err(|e| e.to_string())?
+        .file_attributes();
+    if attributes & FILE_ATTRIBUTE_REPARSE_POINT != 0 || attributes & FILE_ATTRIBUTE_DIRECTORY == 0
+    {
+        return Err("it is not a directory (a link or junction is not followed)".into());
+    }
+    match access(&handle, owner)? {
+        Access::Private => Ok(()),
+        Access::Open(who) => {
+            if !created {
+                tracing::warn!(dir = %dir.display(), "token cache directory is open to {who}; closing it to everyone but SYSTEM, Administrators and this account");
+            }
+            protect(&handle, &owner.sddl(true))
+        }
+    }
 }
 
-pub(super) fn open_lock(
-    _path: &Path,
-    _owner: Owner,
-    _create: bool,
-) -> Result<Option<File>, String> {
-    Err(UNAVAILABLE.into())
+/// Opens (or with `create`, makes) a lock file, and checks the open handle: a regular file of a
+/// trusted account, closed to others. A missing lock without `create` is `Ok(None)`.
+pub(super) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
+    let existing = || {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .access_mode(GENERIC_READ | GENERIC_WRITE | READ_CONTROL)
+            .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+            .open(path)
+    };
+    let file = if create {
+        match create_private(path, owner) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                existing().map_err(|e| format!("opening it failed: {e}"))?
+            }
+            Err(e) => return Err(format!("creating it failed: {e}")),
+        }
+    } else {
+        match existing() {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("opening it failed: {e}")),
+        }
+    };
+    check_owned(&file, owner)?;
+    Ok(Some(file))
 }
 
+/// Reads a cache file of at most `max_bytes` only if it is a regular file of a trusted account,
+/// closed to others. `Ok(None)`: no such file.
 pub(super) fn read_owned_file(
-    _path: &Path,
-    _owner: Owner,
-    _max_bytes: u64,
+    path: &Path,
+    owner: &Owner,
+    max_bytes: u64,
 ) -> Result<Option<Vec<u8>>, String> {
-    // Nothing is ever written, so there is nothing to read.
-    Ok(None)
+    let file = match OpenOptions::new()
+        .read(true)
+        .access_mode(GENERIC_READ | READ_CONTROL)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // ERROR_PATH_NOT_FOUND: the directory is missing; reported when it is created.
+        Err(e) if e.raw_os_error() == Some(3) => return Ok(None),
+        Err(e) => return Err(format!("opening it failed: {e}")),
+    };
+    check_owned(&file, owner)?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    if len > max_bytes {
+        return Err(format!("it is {len} bytes, too large for an entry"));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading it failed: {e}"))?;
+    Ok(Some(bytes))
 }
 
-pub(super) fn own_file_modified(_path: &Path, _owner: Owner) -> Option<SystemTime> {
-    None
+/// When `path` was last written, if it is a regular file of a trusted account (not followed if
+/// a link).
+pub(super) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
+    let file = OpenOptions::new()
+        .access_mode(READ_CONTROL)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)
+        .ok()?;
+    check_owned(&file, owner).ok()?;
+    file.metadata().ok()?.modified().ok()
 }
 
-pub(super) fn write_atomic(_path: &Path, _bytes: &[u8]) -> std::io::Result<()> {
-    Err(std::io::Error::other(UNAVAILABLE))
+/// Writes `bytes` to a new private file next to `path` and renames it over `path`, so a reader
+/// sees the old entry or the new one, never half of one.
+pub(super) fn write_atomic(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+    let tmp = super::temporary_name(path);
+    let result = (|| {
+        let mut file = create_private(&tmp, owner)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        drop(file);
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Creates a new file (never opens an existing one) and gives it the cache's access list before
+/// anything is written to it.
+fn create_private(path: &Path, owner: &Owner) -> std::io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .access_mode(GENERIC_READ | GENERIC_WRITE | READ_CONTROL | WRITE_DAC)
+        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
+        .open(path)?;
+    if let Err(e) = protect(&file, &owner.sddl(false)) {
+        drop(file);
+        let _ = fs::remove_file(path);
+        return Err(std::io::Error::other(e));
+    }
+    Ok(file)
+}
+
+/// A file we may trust: regular (not a directory, link or junction), owned by a trusted
+/// account, and its access list lets nobody else in.
+fn check_owned(file: &File, owner: &Owner) -> Result<(), String> {
+    let attributes = file
+        .metadata()
+        .map_err(|e| e.to_string())?
+        .file_attributes();
+    if attributes & (FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DIRECTORY) != 0 {
+        return Err("it is not a regular file (a link or junction is not followed)".into());
+    }
+    match access(file, owner)? {
+        Access::Private => Ok(()),
+        Access::Open(who) => Err(format!("its access list lets {who} in")),
+    }
+}
+
+/// Whether an open object is closed to everyone but the trusted accounts.
+enum Access {
+    Private,
+    /// Open to the account named (a SID), or to everyone.
+    Open(String),
+}
+
+/// Reads the owner and access list of an open file or directory. An untrusted owner is an
+/// error; an access list that grants anything to another account is [`Access::Open`].
+fn access(file: &File, owner: &Owner) -> Result<Access, String> {
+    let mut owner_sid: PSID = std::ptr::null_mut();
+    let mut dacl: *mut ACL = std::ptr::null_mut();
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: the handle is open for READ_CONTROL; the out pointers point into `sd`, which is
+    // freed with LocalFree once they are no longer read.
+    let rc = unsafe {
+        GetSecurityInfo(
+            file.as_raw_handle() as HANDLE,
+            SE_FILE_OBJECT,
+            OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+            &mut owner_sid,
+            std::ptr::null_mut(),
+            &mut dacl,
+            std::ptr::null_mut(),
+            &mut sd,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "reading its access list failed: {}",
+            std::io::Error::from_raw_os_error(rc as i32)
+        ));
+    }
+    let result = (|| {
+        // SAFETY: `owner_sid` and `dacl` point into `sd` (still allocated); GetAce is called with
+        // indexes below the list's AceCount and yields ACE pointers inside the list.
+        unsafe {
+            let who = sid_string(owner_sid).unwrap_or_else(|| "an unknown account".into());
+            if !owner.trusts(&who) {
+                return Err(format!(
+                    "it is owned by {who}, not by this account, SYSTEM or Administrators"
+                ));
+            }
+            if dacl.is_null() {
+                return Ok(Access::Open("everyone (no access list)".into()));
+            }
+            for index in 0..u32::from((*dacl).AceCount) {
+                let mut ace: *mut c_void = std::ptr::null_mut();
+                if GetAce(dacl, index, &mut ace) == 0 {
+                    return Ok(Access::Open("an unreadable entry".into()));
+                }
+                match (*(ace as *const ACE_HEADER)).AceType {
+                    ACCESS_DENIED => {}
+                    ACCESS_ALLOWED => {
+                        let sid = std::ptr::addr_of!((*(ace as *const ACCESS_ALLOWED_ACE)).SidStart)
+                            as PSID;
+                        let grantee = sid_string(sid).unwrap_or_default();
+                        if !owner.trusts(&grantee) {
+                            return Ok(Access::Open(grantee));
+                        }
+                    }
+                    other => return Ok(Access::Open(format!("an entry of type {other}"))),
+                }
+            }
+            Ok(Access::Private)
+        }
+    })();
+    // SAFETY: `sd` was allocated by GetSecurityInfo and is not used after this.
+    unsafe { LocalFree(sd as HLOCAL) };
+    result
+}
+
+/// Replaces the access list of an open object (opened with `WRITE_DAC`) by `sddl`'s, protected
+/// from inheritance.
+fn protect(file: &File, sddl: &str) -> Result<(), String> {
+    with_descriptor(sddl, |sd| {
+        let mut present = 0;
+        let mut defaulted = 0;
+        let mut dacl: *mut ACL = std::ptr::null_mut();
+        // SAFETY: `sd` is a valid descriptor for the duration of the closure; `dacl` points into it.
+        let rc = unsafe {
+            if GetSecurityDescriptorDacl(sd, &mut present, &mut dacl, &mut defaulted) == 0 {
+                return Err(format!(
+                    "building its access list failed: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            SetSecurityInfo(
+                file.as_raw_handle() as HANDLE,
+                SE_FILE_OBJECT,
+                DACL_SECURITY_INFORMATION | PROTECTED_DACL_SECURITY_INFORMATION,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                dacl,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "setting its access list failed: {}",
+                std::io::Error::from_raw_os_error(rc as i32)
+            ))
+        }
+    })
+}
+
+/// Runs `f` with a security descriptor built from `sddl`, freed afterwards.
+fn with_descriptor<T>(
+    sddl: &str,
+    f: impl FnOnce(PSECURITY_DESCRIPTOR) -> Result<T, String>,
+) -> Result<T, String> {
+    let text: Vec<u16> = sddl.encode_utf16().chain(Some(0)).collect();
+    let mut sd: PSECURITY_DESCRIPTOR = std::ptr::null_mut();
+    // SAFETY: `text` is NUL-terminated; revision 1 is SDDL_REVISION_1.
+    let ok = unsafe {
+        ConvertStringSecurityDescriptorToSecurityDescriptorW(
+            text.as_ptr(),
+            1,
+            &mut sd,
+            std::ptr::null_mut(),
+        )
+    };
+    if ok == 0 {
+        return Err(format!(
+            "building an access list failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    let result = f(sd);
+    // SAFETY: allocated by the conversion above and not used after this.
+    unsafe { LocalFree(sd as HLOCAL) };
+    result
+}
+
+/// A SID as text (`S-1-5-18`).
+///
+/// # Safety
+/// `sid` must point at a valid SID.
+unsafe fn sid_string(sid: PSID) -> Option<String> {
+    let mut text: windows_sys::core::PWSTR = std::ptr::null_mut();
+    // SAFETY: the caller passes a valid SID; the string is read up to its NUL and then freed.
+    unsafe {
+        if ConvertSidToStringSidW(sid, &mut text) == 0 || text.is_null() {
+            return None;
+        }
+        let mut len = 0;
+        while *text.add(len) != 0 {
+            len += 1;
+        }
+        let out = String::from_utf16_lossy(std::slice::from_raw_parts(text, len));
+        LocalFree(text as HLOCAL);
+        Some(out)
+    }
+}
+
+fn wide(path: &Path) -> Vec<u16> {
+    path.as_os_str().encode_wide().chain(Some(0)).collect()
 }

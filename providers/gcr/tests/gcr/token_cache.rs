@@ -28,12 +28,6 @@ fn secs(d: Option<kcp_kubelet::duration::GoDuration>) -> i64 {
 
 #[test]
 fn sixty_four_concurrent_execs_make_one_metadata_call() {
-    if kcp_testkit::skip_on_windows(
-        "sixty_four_concurrent_execs_make_one_metadata_call",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let md = node_metadata(r#","expires_in":3599"#);
     let dir = TempDir::new("gcr-herd");
     let p = cached(plugin_with_metadata(&md), &dir);
@@ -66,12 +60,6 @@ fn sixty_four_concurrent_execs_make_one_metadata_call() {
 
 #[test]
 fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
-    if kcp_testkit::skip_on_windows(
-        "a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let md = node_metadata(r#","expires_in":3599"#);
     let dir = TempDir::new("gcr-restart");
     let p = cached(plugin_with_metadata(&md), &dir);
@@ -104,12 +92,6 @@ fn a_restarted_kubelet_is_answered_from_disk_with_the_remaining_life() {
 
 #[test]
 fn the_user_name_flag_applies_to_cached_tokens() {
-    if kcp_testkit::skip_on_windows(
-        "the_user_name_flag_applies_to_cached_tokens",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let md = node_metadata(r#","expires_in":3599"#);
     let dir = TempDir::new("gcr-username");
     cached(plugin_with_metadata(&md), &dir)
@@ -134,12 +116,6 @@ fn any_sts() -> FakeServer {
 
 #[test]
 fn workload_identity_entries_are_per_service_account_without_the_pod_token() {
-    if kcp_testkit::skip_on_windows(
-        "workload_identity_entries_are_per_service_account_without_the_pod_token",
-        "the token cache is not available on Windows yet (common/plugin/src/token_cache/windows.rs)",
-    ) {
-        return;
-    }
     let md = node_metadata(r#","expires_in":3599"#);
     let sts = any_sts();
     let dir = TempDir::new("gcr-wif");
