@@ -29,6 +29,7 @@
 //! run fetches as if the cache were off.
 
 use std::fs::{self, File};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -645,6 +646,24 @@ impl Entry {
             expires_at: Some(expires_at),
             obtained_at: now,
         })
+    }
+}
+
+/// Reads an open cache file whose checks passed; one larger than `max_bytes`, by its size or
+/// by what could be read (it may grow meanwhile), is refused.
+fn read_capped(file: File, max_bytes: u64) -> Result<Vec<u8>, String> {
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let too_large = |len: u64| format!("it is {len} bytes, too large for an entry");
+    if len > max_bytes {
+        return Err(too_large(len));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("reading it failed: {e}"))?;
+    match u64::try_from(bytes.len()) {
+        Ok(read) if read <= max_bytes => Ok(bytes),
+        _ => Err(too_large(max_bytes + 1)),
     }
 }
 

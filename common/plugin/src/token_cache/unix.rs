@@ -4,7 +4,7 @@
 //! and others.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::time::SystemTime;
@@ -93,19 +93,8 @@ pub(super) fn read_owned_file(
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
         Err(e) => return Err(format!("opening it failed: {e}")),
     };
-    let meta = file.metadata().map_err(|e| e.to_string())?;
-    check_owned(&meta, owner)?;
-    if meta.len() > max_bytes {
-        return Err(format!(
-            "it is {} bytes, too large for an entry",
-            meta.len()
-        ));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading it failed: {e}"))?;
-    Ok(Some(bytes))
+    check_owned(&file.metadata().map_err(|e| e.to_string())?, owner)?;
+    super::read_capped(file, max_bytes).map(Some)
 }
 
 /// When `path` was last written, if it is a regular file of `owner` (not followed if a link).

@@ -15,7 +15,7 @@
 
 use std::ffi::c_void;
 use std::fs::{self, File, OpenOptions};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::windows::ffi::OsStrExt;
 use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
 use std::os::windows::io::AsRawHandle;
@@ -197,15 +197,7 @@ pub(super) fn read_owned_file(
         Err(e) => return Err(format!("opening it failed: {e}")),
     };
     check_owned(&file, owner)?;
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
-    if len > max_bytes {
-        return Err(format!("it is {len} bytes, too large for an entry"));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading it failed: {e}"))?;
-    Ok(Some(bytes))
+    super::read_capped(file, max_bytes).map(Some)
 }
 
 /// When `path` was last written, if it is a regular file of a trusted account (not followed if
