@@ -418,11 +418,16 @@ impl TokenCache {
     }
 
     fn entry_path(&self, key: &CacheKey) -> PathBuf {
-        self.dir.join(format!("{}.json", key.file_stem()))
+        self.stem_path(&key.file_stem(), "json")
     }
 
     fn lock_path(&self, key: &CacheKey) -> PathBuf {
-        self.dir.join(format!("{}.lock", key.file_stem()))
+        self.stem_path(&key.file_stem(), "lock")
+    }
+
+    /// `<dir>/<stem>.<ext>`: a key's entry (`json`) or lock (`lock`).
+    fn stem_path(&self, stem: &str, ext: &str) -> PathBuf {
+        self.dir.join(format!("{stem}.{ext}"))
     }
 
     /// Removes what the cache itself left behind and no longer needs, then holds the rest under
@@ -444,6 +449,7 @@ impl TokenCache {
             }
         };
         let now_s = unix_secs(now);
+        // (expiry, size, stem) of the entries that stay unless a cap says otherwise.
         let mut live: Vec<(i64, u64, String)> = Vec::new();
         let mut removed = 0usize;
         for name in listing
@@ -468,7 +474,7 @@ impl TokenCache {
                 CacheFile::Lock => {
                     // A lock whose entry is gone is taken and removed with nothing to protect.
                     if stem != keep
-                        && !self.dir.join(format!("{stem}.json")).exists()
+                        && !self.stem_path(stem, "json").exists()
                         && self.remove_locked(stem, None)
                     {
                         removed += 1;
@@ -476,19 +482,19 @@ impl TokenCache {
                 }
                 CacheFile::Entry if stem == keep => {}
                 CacheFile::Entry => {
-                    let expires_at =
-                        match files::read_owned_file(&path, &self.owner, MAX_ENTRY_BYTES) {
-                            Ok(Some(bytes)) => serde_json::from_slice::<Entry>(&bytes)
-                                .ok()
-                                .filter(|e| e.version == ENTRY_VERSION)
-                                .map(|e| e.expires_at),
-                            // Gone, or not a file of ours: not ours to remove.
-                            Ok(None) | Err(_) => continue,
-                        };
+                    let bytes = match files::read_owned_file(&path, &self.owner, MAX_ENTRY_BYTES) {
+                        Ok(Some(bytes)) => bytes,
+                        // Gone, or not a file of ours: not ours to remove.
+                        Ok(None) | Err(_) => continue,
+                    };
+                    let expires_at = serde_json::from_slice::<Entry>(&bytes)
+                        .ok()
+                        .filter(|e| e.version == ENTRY_VERSION)
+                        .map(|e| e.expires_at);
                     match expires_at {
                         Some(at) if at > now_s => {
-                            let size = fs::symlink_metadata(&path).map_or(0, |m| m.len());
-                            live.push((at, size, stem.to_string()));
+                            let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+                            live.push((at, size, stem.to_owned()));
                         }
                         // Expired, or ours but unreadable as an entry: replaced on next use anyway.
                         _ => {
@@ -508,7 +514,7 @@ impl TokenCache {
             if count <= MAX_ENTRIES && bytes <= MAX_TOTAL_BYTES {
                 break;
             }
-            if self.remove_locked(stem, Some(&self.dir.join(format!("{stem}.json")))) {
+            if self.remove_locked(stem, Some(&self.stem_path(stem, "json"))) {
                 removed += 1;
                 count -= 1;
                 bytes = bytes.saturating_sub(*size);
@@ -522,7 +528,7 @@ impl TokenCache {
     /// Removes `entry` (when given) and the lock of `stem`, holding that lock meanwhile; `false`
     /// when its lock is held by a running exec, or is not a file of ours.
     fn remove_locked(&self, stem: &str, entry: Option<&Path>) -> bool {
-        let lock_path = self.dir.join(format!("{stem}.lock"));
+        let lock_path = self.stem_path(stem, "lock");
         let lock = match files::open_lock(&lock_path, &self.owner, false) {
             Ok(Some(lock)) => Some(lock),
             Ok(None) => None,
