@@ -1,7 +1,8 @@
 //! The one way a provider binary runs: stdin → request → provider → exactly one response on stdout.
 //!
 //! A provider's `main` parses its own flags and calls [`run`] with an async closure that turns a
-//! request into [`Credentials`]. The runner
+//! request into [`Credentials`] (or [`run_cached`], with a synchronous look into its token cache
+//! first: a hit is answered before any async runtime, HTTP client or SDK exists). The runner
 //! owns everything the kubelet contract demands of every plugin: read stdin to EOF with a size cap,
 //! validate the request, start logging on stderr, run the provider under one overall [`Deadline`],
 //! answer in the request's apiVersion, and on any failure print one clear line on stderr, nothing
@@ -36,6 +37,19 @@ pub fn run<E: Into<ProviderError>>(
     settings: &Settings,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
 ) -> ExitCode {
+    run_cached(settings, |_| None, provide)
+}
+
+/// [`run`] for a provider with a token cache: `cached` answers a request from the cache alone,
+/// synchronously, or says `None` (no cache, a miss, or anything it would not answer itself:
+/// `provide` then runs as usual and reports it). A cache hit, the common exec on a busy node,
+/// then costs no async runtime, no HTTP client and no trust store. `cached` must apply every check
+/// `provide` applies before it would serve the same entry.
+pub fn run_cached<E: Into<ProviderError>>(
+    settings: &Settings,
+    cached: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
+    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
+) -> ExitCode {
     let deadline = Deadline::after(settings.deadline);
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
@@ -45,10 +59,11 @@ pub fn run<E: Into<ProviderError>>(
         Ok(bytes) => bytes,
         Err(e) => return fail(EXIT_USAGE, &e),
     };
-    run_with_input(
+    answer(
         &bytes,
         deadline,
         settings.cache_jitter,
+        cached,
         provide,
         &mut std::io::stdout().lock(),
     )
@@ -69,19 +84,36 @@ pub fn run_with_input<E: Into<ProviderError>>(
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     stdout: &mut dyn Write,
 ) -> ExitCode {
+    answer(input, deadline, jitter, |_| None, provide, stdout)
+}
+
+/// [`run_with_input`] with a synchronous cache look first (see [`run_cached`]).
+fn answer<E: Into<ProviderError>>(
+    input: &[u8],
+    deadline: Deadline,
+    jitter: u8,
+    cached: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
+    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
+    stdout: &mut dyn Write,
+) -> ExitCode {
     let request = match CredentialProviderRequest::from_bytes(input) {
         Ok(request) => request,
         Err(e) => return fail(EXIT_USAGE, &e.to_string()),
     };
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
 
-    let mut credentials = match block_on_with_deadline(provide(&request, deadline), deadline) {
-        Ok(Ok(credentials)) => credentials,
-        Ok(Err(e)) => {
-            let e: ProviderError = e.into();
-            return fail(EXIT_FAILURE, &error_chain(e.as_ref()));
-        }
-        Err(e) => return fail(EXIT_FAILURE, &e),
+    let mut credentials = match cached(&request) {
+        Some(credentials) => credentials,
+        // Boxed at once: a provider's future holds its SDK calls' state (tens of KiB), and every
+        // move of it on the stack would touch fresh stack pages.
+        None => match block_on_with_deadline(Box::pin(provide(&request, deadline)), deadline) {
+            Ok(Ok(credentials)) => credentials,
+            Ok(Err(e)) => {
+                let e: ProviderError = e.into();
+                return fail(EXIT_FAILURE, &error_chain(e.as_ref()));
+            }
+            Err(e) => return fail(EXIT_FAILURE, &e),
+        },
     };
     if let Some(computed) = credentials.cache_duration {
         let jittered = cache_hint::with_jitter(computed, jitter);
@@ -235,6 +267,32 @@ mod tests {
         assert!(jittered.iter().all(|s| *s <= 60), "{jittered:?}");
         assert!(jittered.iter().any(|s| *s < 60), "{jittered:?}");
         assert!((0..20).all(|_| answered(0) == 60));
+    }
+
+    #[test]
+    fn a_cached_answer_skips_the_provider_and_a_miss_reaches_it() {
+        let hit = |request: &CredentialProviderRequest| {
+            Some(Credentials::single(
+                CacheKeyType::Registry,
+                GoDuration::from_secs(30),
+                request.image_ref.registry(),
+                AuthConfig::new("cached", "c"),
+            ))
+        };
+        let mut out = Vec::new();
+        let deadline = Deadline::after(Duration::from_secs(5));
+        let code = answer(REQ, deadline, 0, hit, failing, &mut out);
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"30s\",\"auth\":{\"reg.io:5000\":{\"username\":\"cached\",\"password\":\"c\"}}}\n"
+        );
+        let mut out = Vec::new();
+        let code = answer(REQ, deadline, 0, |_| None, failing, &mut out);
+        assert_eq!(
+            (code, out.as_slice()),
+            (ExitCode::from(EXIT_FAILURE), &b""[..])
+        );
     }
 
     #[test]

@@ -106,9 +106,11 @@ fn main() -> ExitCode {
     let (cli, settings) =
         kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
     match build(cli, &settings) {
-        Ok(provider) => kcp_plugin::runner::run(&settings, async |request, deadline| {
-            provider.credentials(request, deadline).await
-        }),
+        Ok(provider) => kcp_plugin::runner::run_cached(
+            &settings,
+            |request| provider.from_cache(request),
+            async |request, deadline| provider.credentials(request, deadline).await,
+        ),
         Err(message) => kcp_plugin::runner::usage_error(&message),
     }
 }

@@ -16,7 +16,9 @@ use std::time::{Duration, SystemTime};
 use anyhow::{anyhow, bail};
 use kcp_kubelet::cache_hint::CachePolicy;
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, matching};
+use kcp_kubelet::{
+    AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret, matching,
+};
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
 use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
@@ -141,12 +143,28 @@ impl GcrProvider {
         }
     }
 
-    async fn gcr(
-        &self,
-        http: &HttpClient,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> anyhow::Result<Credentials> {
+    /// Answers a `--authFlow=gcr` request from the token cache alone, or `None` (other flows, no
+    /// cache, a miss, or a request [`Self::credentials`] would refuse: it then says why). Runs
+    /// before any async runtime or HTTP client exists.
+    pub fn from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+        let cache = self.token_cache.as_ref()?;
+        if self.flow != AuthFlow::Gcr {
+            return None;
+        }
+        let plan = self.plan(request).ok()?;
+        let hit = cache.get(plan.cache_key.as_ref()?)?;
+        self.log_source(&plan);
+        let token = AccessToken {
+            token: hit.password,
+            expires_at: hit.expires_at,
+            received_at: hit.obtained_at,
+        };
+        Some(self.token_credentials(request, &token, plan.also_expires_at))
+    }
+
+    /// Which token answers `request`, and its cache key: every check and choice of the `gcr`
+    /// flow that needs no network. Logs nothing, so the cache look and the fetch can both use it.
+    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
         let registry = request.image_ref.registry();
         if self.strict_hosts
             && !GOOGLE_REGISTRIES
@@ -159,22 +177,16 @@ impl GcrProvider {
                  narrow matchImages or turn strict checking off"
             );
         }
-        if let Some(wif) = &self.wif {
-            let opted_in = request
-                .service_account_annotations
-                .get(wif::OPT_IN_ANNOTATION)
-                .is_some_and(|v| v == "true");
-            if opted_in {
-                return self.federated(http, wif, request, deadline).await;
-            }
-            tracing::info!(
-                "Workload Identity is configured but the service account did not opt in ({}: \"true\"); using the node's credentials",
-                wif::OPT_IN_ANNOTATION
-            );
+        let opted_in = request
+            .service_account_annotations
+            .get(wif::OPT_IN_ANNOTATION)
+            .is_some_and(|v| v == "true");
+        if let Some(wif) = self.wif.as_ref().filter(|_| opted_in) {
+            return federated_plan(wif, request);
         }
-        let token = match &self.key_file {
+        let declined_wif = self.wif.is_some();
+        Ok(match &self.key_file {
             Some(path) => {
-                tracing::info!(key_file = %path.display(), "token source: service-account key file");
                 let key = ServiceAccountKey::load(path)
                     .map_err(|e| anyhow!("{e:#} (GOOGLE_APPLICATION_CREDENTIALS / --json-key)"))?;
                 let cache_key = CacheKey::new("gcr")
@@ -186,7 +198,62 @@ impl GcrProvider {
                         key.private_key_id.as_deref().unwrap_or(""),
                     )
                     .identity("path", &path.display().to_string());
-                self.cached(Some(cache_key), deadline, async || {
+                Plan {
+                    source: TokenSource::KeyFile { path, key },
+                    cache_key: Some(cache_key),
+                    also_expires_at: None,
+                    declined_wif,
+                }
+            }
+            None => Plan {
+                source: TokenSource::Metadata,
+                cache_key: Some(
+                    CacheKey::new("gcr")
+                        .scope("source", "metadata")
+                        .scope("host", self.metadata.host()),
+                ),
+                also_expires_at: None,
+                declined_wif,
+            },
+        })
+    }
+
+    /// The info lines that say which source a run uses.
+    fn log_source(&self, plan: &Plan<'_>) {
+        if plan.declined_wif {
+            tracing::info!(
+                "Workload Identity is configured but the service account did not opt in ({}: \"true\"); using the node's credentials",
+                wif::OPT_IN_ANNOTATION
+            );
+        }
+        match &plan.source {
+            TokenSource::KeyFile { path, .. } => {
+                tracing::info!(key_file = %path.display(), "token source: service-account key file");
+            }
+            TokenSource::Metadata => {
+                tracing::info!(host = %self.metadata.host(), "token source: metadata server");
+            }
+            TokenSource::Federated {
+                wif,
+                service_account,
+                ..
+            } => {
+                tracing::info!(audience = %wif.audience, impersonate = ?service_account, "token source: Workload Identity Federation");
+            }
+        }
+    }
+
+    async fn gcr(
+        &self,
+        http: &HttpClient,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        let plan = self.plan(request)?;
+        self.log_source(&plan);
+        let token = match &plan.source {
+            TokenSource::KeyFile { path, key } => {
+                self.cached(plan.cache_key.clone(), deadline, async || {
                     tracing::info!(service_account = %key.client_email, token_uri = %key.token_uri, "exchanging a signed JWT");
                     key.token(http, deadline).await.map_err(|e| {
                         anyhow!(
@@ -199,12 +266,8 @@ impl GcrProvider {
                 })
                 .await?
             }
-            None => {
-                tracing::info!(host = %self.metadata.host(), "token source: metadata server");
-                let cache_key = CacheKey::new("gcr")
-                    .scope("source", "metadata")
-                    .scope("host", self.metadata.host());
-                self.cached(Some(cache_key), deadline, async || {
+            TokenSource::Metadata => {
+                self.cached(plan.cache_key.clone(), deadline, async || {
                     self.metadata.token(http, deadline).await.map_err(|e| {
                         anyhow!(
                             "getting the node service account's token from the metadata server at {} failed: {e:#}; \
@@ -216,58 +279,25 @@ impl GcrProvider {
                 })
                 .await?
             }
-        };
-        Ok(self.token_credentials(request, &token, None))
-    }
-
-    async fn federated(
-        &self,
-        http: &HttpClient,
-        wif: &Wif,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> anyhow::Result<Credentials> {
-        let Some(subject) = &request.service_account_token else {
-            bail!(
-                "the service account opted in to Workload Identity ({}: \"true\") but the kubelet sent no service-account token: \
-                 configure tokenAttributes (serviceAccountTokenAudience, requireServiceAccount) for this provider with apiVersion credentialprovider.kubelet.k8s.io/v1",
-                wif::OPT_IN_ANNOTATION
-            );
-        };
-        let service_account = match request.service_account_annotations.get(wif::GSA_ANNOTATION) {
-            Some(email) if !email.trim().is_empty() => {
-                wif::check_service_account(
-                    email.trim(),
-                    &format!("the annotation {}", wif::GSA_ANNOTATION),
-                )?;
-                Some(email.trim())
+            TokenSource::Federated {
+                wif,
+                subject,
+                service_account,
+            } => {
+                self.cached(plan.cache_key.clone(), deadline, async || {
+                    wif.token(http, subject, *service_account, deadline)
+                        .await
+                        .map_err(|e| {
+                            anyhow!(
+                                "Workload Identity Federation for image {}: {e:#}",
+                                request.image
+                            )
+                        })
+                })
+                .await?
             }
-            _ => wif.default_service_account.as_deref(),
         };
-        tracing::info!(audience = %wif.audience, impersonate = ?service_account, "token source: Workload Identity Federation");
-        // Pods of one Kubernetes service account share a token; without readable claims, no cache.
-        let cache_key = CacheKey::new("gcr")
-            .scope("source", "workload-identity")
-            .scope("audience", &wif.audience)
-            .scope("sts", wif.sts_endpoint.as_str())
-            .scope("impersonate", service_account.unwrap_or(""))
-            .scope("iam", wif.iam_endpoint.as_str())
-            .service_account(subject);
-        let token = self
-            .cached(cache_key, deadline, async || {
-                wif.token(http, subject, service_account, deadline)
-                    .await
-                    .map_err(|e| {
-                        anyhow!(
-                            "Workload Identity Federation for image {}: {e:#}",
-                            request.image
-                        )
-                    })
-            })
-            .await?;
-        // The kubelet caches per service account in this mode; never beyond the pod token's life.
-        let subject_expiry = kcp_plugin::jwt::expiry(subject.expose());
-        Ok(self.token_credentials(request, &token, subject_expiry))
+        Ok(self.token_credentials(request, &token, plan.also_expires_at))
     }
 
     /// `fetch` through the token cache when it is on. The token carries when it was obtained (a
@@ -346,4 +376,74 @@ impl GcrProvider {
             auth,
         }
     }
+}
+
+/// The source of a `gcr`-flow token, chosen by [`GcrProvider::plan`].
+enum TokenSource<'a> {
+    /// A service-account key file, already read.
+    KeyFile {
+        path: &'a std::path::Path,
+        key: ServiceAccountKey,
+    },
+    /// The metadata server's default service account.
+    Metadata,
+    /// Workload Identity Federation with the pod's token.
+    Federated {
+        wif: &'a Wif,
+        subject: &'a Secret,
+        service_account: Option<&'a str>,
+    },
+}
+
+/// A request's token source with its cache key (`None`: never cached) and any expiry besides the
+/// token's own that caps `cacheDuration`.
+struct Plan<'a> {
+    source: TokenSource<'a>,
+    cache_key: Option<CacheKey>,
+    also_expires_at: Option<SystemTime>,
+    /// Federation is configured but this pod's service account did not opt in.
+    declined_wif: bool,
+}
+
+/// The plan of an opted-in pod: its token, the service account to impersonate, and a key shared
+/// by pods of one Kubernetes service account (none without readable claims).
+fn federated_plan<'a>(
+    wif: &'a Wif,
+    request: &'a CredentialProviderRequest,
+) -> anyhow::Result<Plan<'a>> {
+    let Some(subject) = &request.service_account_token else {
+        bail!(
+            "the service account opted in to Workload Identity ({}: \"true\") but the kubelet sent no service-account token: \
+             configure tokenAttributes (serviceAccountTokenAudience, requireServiceAccount) for this provider with apiVersion credentialprovider.kubelet.k8s.io/v1",
+            wif::OPT_IN_ANNOTATION
+        );
+    };
+    let service_account = match request.service_account_annotations.get(wif::GSA_ANNOTATION) {
+        Some(email) if !email.trim().is_empty() => {
+            wif::check_service_account(
+                email.trim(),
+                &format!("the annotation {}", wif::GSA_ANNOTATION),
+            )?;
+            Some(email.trim())
+        }
+        _ => wif.default_service_account.as_deref(),
+    };
+    let cache_key = CacheKey::new("gcr")
+        .scope("source", "workload-identity")
+        .scope("audience", &wif.audience)
+        .scope("sts", wif.sts_endpoint.as_str())
+        .scope("impersonate", service_account.unwrap_or(""))
+        .scope("iam", wif.iam_endpoint.as_str())
+        .service_account(subject);
+    Ok(Plan {
+        source: TokenSource::Federated {
+            wif,
+            subject,
+            service_account,
+        },
+        cache_key,
+        // The kubelet caches per service account in this mode; never beyond the pod token's life.
+        also_expires_at: kcp_plugin::jwt::expiry(subject.expose()),
+        declined_wif: false,
+    })
 }

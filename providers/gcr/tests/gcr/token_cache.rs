@@ -163,3 +163,25 @@ fn workload_identity_entries_are_per_service_account_without_the_pod_token() {
         }
     }
 }
+
+/// A hit is answered before any async runtime starts, but after the same checks as a fetch: a
+/// cached node token never reaches a host strict mode refuses.
+#[test]
+fn a_cache_hit_passes_every_check_a_fetch_does() {
+    let md = node_metadata(r#","expires_in":3599"#);
+    let dir = TempDir::new("gcr-hit-checks");
+    let p = cached(plugin_with_metadata(&md), &dir).args(["--strict-hosts"]);
+    p.request(ApiVersion::V1, IMAGE).accepted();
+    let hit = p.request(ApiVersion::V1, "gcr.io/p/app").accepted();
+    assert_eq!(hit.auth["gcr.io"].1, NODE_TOKEN);
+    assert_eq!(md.requests().len(), 1, "the second exec was a hit");
+
+    let refused = p.request(ApiVersion::V1, "harbor.example.com/p/app");
+    let line = refused.rejected();
+    assert!(
+        line.contains("harbor.example.com is not a Google registry"),
+        "{line}"
+    );
+    assert!(!refused.stdout().contains(NODE_TOKEN));
+    assert_eq!(md.requests().len(), 1, "nothing fetched for a refused host");
+}
