@@ -231,8 +231,14 @@ impl EcrProvider {
                 Some(assume_role(role_arn, token, &config).await?)
             }
             (Principal::NodeAssumes(role), _) => Some(
-                assume_role_as_node(role, self.roles.external_id.as_deref(), &config, &region)
-                    .await?,
+                assume_role_as_node(
+                    role,
+                    self.roles.external_id.as_deref(),
+                    &config,
+                    &region,
+                    endpoints,
+                )
+                .await?,
             ),
             _ => None,
         };
@@ -437,6 +443,7 @@ async fn assume_role_as_node(
     external_id: Option<&str>,
     config: &aws_config::SdkConfig,
     region: &str,
+    endpoints: &Endpoints,
 ) -> anyhow::Result<AssumedRole> {
     let role_arn = role.arn.as_str();
     let sts_config = aws_sdk_sts::config::Builder::from(config)
@@ -453,8 +460,9 @@ async fn assume_role_as_node(
         .map_err(|e| anyhow!(describe(&e)))
         .with_context(|| {
             format!(
-                "failed to assume role {role_arn} (--assume-role) with the node's credentials ({}; STS in region {region}); check the role's trust policy{}",
+                "failed to assume role {role_arn} (--assume-role) with the node's credentials ({}; STS in region {region}, endpoint {}); check the role's trust policy{}",
                 aws::credential_source(),
+                sts_endpoint_description(region, endpoints),
                 if external_id.is_some() { " and its sts:ExternalId condition" } else { "" }
             )
         })?;
@@ -535,6 +543,28 @@ fn token_expiry(
     })
 }
 
+/// The endpoint the environment sets for `service_env`, as its host and the variable.
+fn overridden_endpoint(service_env: &str) -> Option<String> {
+    let (variable, url) = aws::endpoint_override(service_env)?;
+    // Only the host: a URL could carry credentials in its user-info.
+    let host = reqwest::Url::parse(&url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned));
+    Some(format!(
+        "{} (from {variable})",
+        host.unwrap_or_else(|| "an unparsable URL".to_owned())
+    ))
+}
+
+/// The STS endpoint we expect the SDK to call, for error messages.
+fn sts_endpoint_description(region: &str, endpoints: &Endpoints) -> String {
+    if let Some(overridden) = overridden_endpoint("STS") {
+        return overridden;
+    }
+    crate::endpoint::resolve_sts(region, endpoints.fips, endpoints.dual_stack)
+        .unwrap_or_else(|e| format!("unresolved ({e})"))
+}
+
 /// The API endpoint host we expect the SDK to call, for error messages.
 fn endpoint_description(
     kind: &RegistryKind,
@@ -542,15 +572,8 @@ fn endpoint_description(
     endpoints: &Endpoints,
     service_env: &str,
 ) -> String {
-    if let Some((variable, url)) = aws::endpoint_override(service_env) {
-        // Only the host: a URL could carry credentials in its user-info.
-        let host = reqwest::Url::parse(&url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned));
-        return format!(
-            "{} (from {variable})",
-            host.unwrap_or_else(|| "an unparsable URL".to_owned())
-        );
+    if let Some(overridden) = overridden_endpoint(service_env) {
+        return overridden;
     }
     crate::endpoint::resolve(kind, region, endpoints.fips, endpoints.dual_stack)
         .unwrap_or_else(|e| format!("unresolved ({e})"))
