@@ -22,7 +22,7 @@ use crate::routing::{EcrMirror, RoleArn, Roles};
 const PUBLIC_REGION: &str = "us-east-1";
 /// Session name for AssumeRoleWithWebIdentity (as upstream) and for `--assume-role`'s AssumeRole:
 /// CloudTrail shows `assumed-role/<role>/ecr-credential-provider` for every pull token.
-pub const SESSION_NAME: &str = "ecr-credential-provider";
+const SESSION_NAME: &str = "ecr-credential-provider";
 /// Upstream's fallback role ARN variable for service-account mode.
 pub const ROLE_ARN_ENV: &str = "AWS_ECR_ROLE_ARN";
 /// How long an ECR authorization token is valid (AWS documents 12 hours). A later `expiresAt` (a
@@ -191,14 +191,14 @@ impl EcrProvider {
             auth.clone(),
         );
         if let Some(m) = mirror {
-            // As ACR answers a mirrored image: the destination too, so a pull the runtime
-            // redirects to it finds the token under either name.
+            // The destination's key too, as ACR answers a mirrored image
+            // (providers/acr/src/host.rs `resolve`): one shape of answer for both providers.
             credentials.auth.insert(m.target_host.clone(), auth);
         }
         Ok(credentials)
     }
 
-    /// Calls ECR (after STS in service-account mode with a role) for a token. Its expiry is the
+    /// Calls ECR (after STS when `principal` is a role) for a token. Its expiry is the
     /// earlier of the token's and the assumed role session's.
     async fn fetch(
         &self,
@@ -320,18 +320,16 @@ impl EcrProvider {
         kind: &RegistryKind,
     ) -> Result<Principal, String> {
         let sa_mode = request.service_account_token.is_some();
-        let from_annotation = self
-            .role_annotations
-            .iter()
-            .filter(|_| sa_mode)
-            .find_map(|key| {
+        if sa_mode {
+            let from_annotation = self.role_annotations.iter().find_map(|key| {
                 request
                     .service_account_annotations
                     .get(key)
                     .filter(|v| !v.trim().is_empty())
             });
-        if let Some(role_arn) = from_annotation {
-            return Ok(Principal::WebIdentity(role_arn.trim().to_owned()));
+            if let Some(role_arn) = from_annotation {
+                return Ok(Principal::WebIdentity(role_arn.trim().to_owned()));
+            }
         }
         if let RegistryKind::Private(p) = kind
             && let Some(role) = self.roles.for_registry(p)?

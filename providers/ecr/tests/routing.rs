@@ -385,3 +385,41 @@ fn no_assumed_secret_reaches_stdout_or_stderr_even_at_trace_level() {
         assert!(!out.stdout().contains(secret), "{secret} on stdout");
     }
 }
+
+/// testdata/configs/ecr-mirror-roles.yaml as the kubelet would run it: its args, its matchImages.
+#[test]
+fn the_example_config_pulls_docker_hub_through_the_cache_as_the_role() {
+    let [p] = kcp_testkit::configs::example_config("ecr-mirror-roles.yaml")
+        .try_into()
+        .unwrap_or_else(|_| panic!("one provider"));
+    let image = "docker.io/library/nginx";
+    assert!(
+        p.match_images
+            .iter()
+            .any(|m| kcp_kubelet::matching::match_image(m, image))
+    );
+    let aws = Aws::start("cache-password", None, unix_now() + 3600);
+    let run = aws.plugin().args(p.args.clone());
+    let ok = run.request(ApiVersion::V1, image).accepted();
+    assert_eq!(ok.auth["docker.io"].1, "cache-password");
+    assert_eq!(
+        fields(&aws.sts.requests()[0])["RoleArn"],
+        "arn:aws:iam::123456789012:role/ecr-pull"
+    );
+    assert_eq!(
+        sigv4_scope(&aws.ecr.requests()[0]),
+        Some(("ASIANODEASSUMED".into(), "us-west-2".into(), "ecr".into()))
+    );
+    // The second account's registries as its own role.
+    run.request(
+        ApiVersion::V1,
+        "210987654321.dkr.ecr.eu-west-1.amazonaws.com/app",
+    )
+    .accepted();
+    assert_eq!(
+        fields(&aws.sts.requests()[1])["RoleArn"],
+        "arn:aws:iam::210987654321:role/ecr-pull-from-nodes"
+    );
+    run.request(ApiVersion::V1, "quay.io/org/app").rejected();
+    assert_eq!(aws.ecr.requests().len(), 2);
+}
