@@ -139,10 +139,14 @@ impl EcrProvider {
                     ..Endpoints::default()
                 }
             }
-            RegistryKind::Other if !self.mirrors.is_empty() => bail!(
-                "{registry} is not an Amazon ECR registry host nor a --registry-mirror source, and strict host checking is on (implied by --registry-mirror): \
-                 refusing to send an ECR token to it; map it with --registry-mirror={registry}:<account>.dkr.ecr.<region>.amazonaws.com or narrow matchImages"
-            ),
+            RegistryKind::Other if !self.mirrors.is_empty() => {
+                // A source with a port is written `host:port=dst` (one colon per `src:dst`).
+                let separator = if registry.contains(':') { '=' } else { ':' };
+                bail!(
+                    "{registry} is not an Amazon ECR registry host nor a --registry-mirror source, and strict host checking is on (implied by --registry-mirror): \
+                     refusing to send an ECR token to it; map it with --registry-mirror={registry}{separator}<account>.dkr.ecr.<region>.amazonaws.com or narrow matchImages"
+                )
+            }
             RegistryKind::Other if self.strict_hosts => bail!(
                 "{registry} is not an Amazon ECR registry host and strict host checking is on (--strict-hosts / ECR_STRICT_HOSTS): \
                  refusing to send an ECR token to it; narrow matchImages to ECR hosts or turn strict checking off for mirrors"

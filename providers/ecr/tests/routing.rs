@@ -147,13 +147,22 @@ fn with_a_mirror_an_unlisted_host_is_refused_before_any_call() {
         let line = out.rejected();
         assert_eq!(out.exec.exit_code, Some(1), "{line}");
         let registry = image.split('/').next().unwrap();
+        let separator = if registry.contains(':') { '=' } else { ':' };
         assert_eq!(
             message(&line),
             format!(
-                "{registry} is not an Amazon ECR registry host nor a --registry-mirror source, and strict host checking is on (implied by --registry-mirror): refusing to send an ECR token to it; map it with --registry-mirror={registry}:<account>.dkr.ecr.<region>.amazonaws.com or narrow matchImages"
+                "{registry} is not an Amazon ECR registry host nor a --registry-mirror source, and strict host checking is on (implied by --registry-mirror): refusing to send an ECR token to it; map it with --registry-mirror={registry}{separator}<account>.dkr.ecr.<region>.amazonaws.com or narrow matchImages"
             )
         );
     }
+    // The suggested mapping for a source with a port is one the parser accepts.
+    let line = p
+        .request(ApiVersion::V1, "registry.mirror.example:5000/app")
+        .rejected();
+    assert!(
+        line.contains("--registry-mirror=registry.mirror.example:5000=<account>.dkr.ecr."),
+        "{line}"
+    );
     aws.nothing_sent();
     // ECR hosts themselves still work.
     let ok = p
