@@ -171,6 +171,18 @@ pub struct InitArgs {
     /// adds --registry-mirror=VALUE to args and SOURCE to matchImages (repeatable).
     #[arg(long, value_name = "SOURCE:LOGIN-SERVER", value_parser = one_line("--acr-registry-mirror"))]
     acr_registry_mirror: Vec<String>,
+    /// ecr: a registry mirrored into ECR (e.g. a pull-through cache), SOURCE:REGISTRY with an ECR
+    /// private registry host (HOST:PORT=REGISTRY with a port); adds --registry-mirror=VALUE to
+    /// args and SOURCE to matchImages (repeatable; the provider then refuses unlisted hosts).
+    #[arg(long, value_name = "SOURCE:REGISTRY", value_parser = one_line("--ecr-registry-mirror"))]
+    ecr_registry_mirror: Vec<String>,
+    /// ecr: pull from ACCOUNT's registries as ROLE_ARN, assumed with the node's credentials;
+    /// adds --assume-role=VALUE to args (repeatable).
+    #[arg(long, value_name = "ACCOUNT=ROLE_ARN", value_parser = one_line("--ecr-assume-role"))]
+    ecr_assume_role: Vec<String>,
+    /// ecr: the ExternalId sent with every --ecr-assume-role call.
+    #[arg(long, value_name = "ID", value_parser = one_line("--ecr-assume-role-external-id"))]
+    ecr_assume_role_external_id: Option<String>,
     /// gcr with --service-account on GKE: the cluster's identity provider URL.
     #[arg(long, value_name = "URL", value_parser = one_line("--gcr-identity-provider"))]
     gcr_identity_provider: Option<String>,
@@ -625,6 +637,8 @@ struct Checked<'a> {
     gcr: Option<GcrIdentity>,
     static_registry: Vec<String>,
     mirrors: Vec<(&'a str, String)>,
+    /// ecr's mirrors, as `mirrors`.
+    ecr_mirrors: Vec<(&'a str, String)>,
 }
 
 impl InitArgs {
@@ -726,10 +740,45 @@ impl InitArgs {
                 absolute("--azure-config", path, windows)?;
             }
             for value in &self.acr_registry_mirror {
-                mirrors.push((value.as_str(), mirror_source(value)?));
+                mirrors.push((
+                    value.as_str(),
+                    mirror_source("--acr-registry-mirror", "LOGIN-SERVER", value)?,
+                ));
             }
         } else if self.azure_config.is_some() || !self.acr_registry_mirror.is_empty() {
             return usage("--azure-config and --acr-registry-mirror apply only to --provider acr");
+        }
+
+        let mut ecr_mirrors = Vec::new();
+        if self.selected(ProviderKind::Ecr) {
+            for value in &self.ecr_registry_mirror {
+                ecr_mirrors.push((
+                    value.as_str(),
+                    mirror_source("--ecr-registry-mirror", "REGISTRY", value)?,
+                ));
+            }
+            for value in &self.ecr_assume_role {
+                // The provider checks the ARN in full at start; this catches the shape early.
+                let ok = value.split_once('=').is_some_and(|(account, arn)| {
+                    account.len() == 12
+                        && account.bytes().all(|b| b.is_ascii_digit())
+                        && arn.starts_with("arn:")
+                        && arn.contains(":role/")
+                });
+                if !ok {
+                    return usage(format!(
+                        "--ecr-assume-role expects ACCOUNT=ROLE_ARN (a 12-digit account, arn:<partition>:iam::<account>:role/<name>), got {value:?}"
+                    ));
+                }
+            }
+            if self.ecr_assume_role_external_id.is_some() && self.ecr_assume_role.is_empty() {
+                return usage("--ecr-assume-role-external-id needs --ecr-assume-role");
+            }
+        } else if !self.ecr_registry_mirror.is_empty()
+            || !self.ecr_assume_role.is_empty()
+            || self.ecr_assume_role_external_id.is_some()
+        {
+            return usage("--ecr-* options apply only to --provider ecr");
         }
 
         let platform = platform_defaults(self.platform);
@@ -749,6 +798,7 @@ impl InitArgs {
             gcr,
             static_registry,
             mirrors,
+            ecr_mirrors,
         })
     }
 
@@ -866,6 +916,20 @@ impl InitArgs {
                                 args.extend(gcr.args.iter().cloned());
                             }
                         }
+                    }
+                }
+                if p == ProviderKind::Ecr {
+                    for (value, source) in &checked.ecr_mirrors {
+                        args.push(format!("--registry-mirror={value}"));
+                        if !match_images.contains(source) {
+                            match_images.push(source.clone());
+                        }
+                    }
+                    for value in &self.ecr_assume_role {
+                        args.push(format!("--assume-role={value}"));
+                    }
+                    if let Some(id) = &self.ecr_assume_role_external_id {
+                        args.push(format!("--assume-role-external-id={id}"));
                     }
                 }
                 if p == ProviderKind::Acr {
@@ -990,21 +1054,13 @@ impl InitArgs {
     }
 }
 
-/// A mirror's source host (with port, if given as `host:port=login-server`), as upstream parses it.
-fn mirror_source(value: &str) -> Result<String, InitError> {
-    let pair = match value.split_once('=') {
-        Some(pair) => Some(pair),
-        None if value.matches(':').count() == 1 => value.split_once(':'),
-        None => None,
-    };
-    match pair {
-        Some((source, target))
-            if !source.is_empty() && !target.is_empty() && !value.contains([',', ' ']) =>
-        {
-            Ok(source.to_ascii_lowercase())
-        }
-        _ => usage(format!(
-            "--acr-registry-mirror expects SOURCE:LOGIN-SERVER (or SOURCE:PORT=LOGIN-SERVER), got {value:?}"
+/// A mirror's source host (with port, if given as `host:port=destination`), read with the
+/// providers' own parser: one entry per option.
+fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String, InitError> {
+    match kcp_kubelet::mirror::parse_entry(value) {
+        Some(mirror) => Ok(mirror.source),
+        None => usage(format!(
+            "{option} expects SOURCE:{destination} (or SOURCE:PORT={destination}), got {value:?}"
         )),
     }
 }
@@ -1296,15 +1352,14 @@ mod tests {
 
     #[test]
     fn mirror_sources_follow_the_providers_parser() {
+        let source = |v: &str| mirror_source("--x", "DST", v).ok();
         assert_eq!(
-            mirror_source("mcr.microsoft.com:r.azurecr.io").ok(),
+            source("mcr.microsoft.com:r.azurecr.io"),
             Some("mcr.microsoft.com".to_owned())
         );
-        assert_eq!(
-            mirror_source("Reg:5000=r.azurecr.io").ok(),
-            Some("reg:5000".to_owned())
-        );
-        assert!(mirror_source("a:b:c").is_err());
-        assert!(mirror_source(":r.azurecr.io").is_err());
+        assert_eq!(source("Reg:5000=r.azurecr.io"), Some("reg:5000".to_owned()));
+        for bad in ["a:b:c", ":r.azurecr.io", "a:b,c:d", "a: b"] {
+            assert!(source(bad).is_none(), "{bad}");
+        }
     }
 }

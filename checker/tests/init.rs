@@ -96,6 +96,19 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
             cat(&[&["--provider", "ecr", "--service-account"]]),
         ),
         (
+            "ecr-mirror-roles.yaml",
+            cat(&[&[
+                "--provider",
+                "ecr",
+                "--ecr-registry-mirror",
+                "docker.io:123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                "--ecr-assume-role",
+                "123456789012=arn:aws:iam::123456789012:role/ecr-pull",
+                "--ecr-assume-role",
+                "210987654321=arn:aws:iam::210987654321:role/ecr-pull-from-nodes",
+            ]]),
+        ),
+        (
             "eks-al2023.json",
             cat(&[&["--provider", "ecr", "--platform", "eks", "--format", "json"]]),
         ),
@@ -977,6 +990,37 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "mcr.microsoft.com",
             ],
             "--acr-registry-mirror expects SOURCE:LOGIN-SERVER",
+        ),
+        (
+            &["--provider", "ecr", "--ecr-registry-mirror", "docker.io"],
+            "--ecr-registry-mirror expects SOURCE:REGISTRY",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--ecr-assume-role",
+                "12345=arn:aws:iam::123456789012:role/x",
+            ],
+            "--ecr-assume-role expects ACCOUNT=ROLE_ARN",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--ecr-assume-role-external-id",
+                "tenant-42",
+            ],
+            "--ecr-assume-role-external-id needs --ecr-assume-role",
+        ),
+        (
+            &[
+                "--provider",
+                "acr",
+                "--ecr-registry-mirror",
+                "docker.io:123456789012.dkr.ecr.us-west-2.amazonaws.com",
+            ],
+            "--ecr-* options apply only to --provider ecr",
         ),
         (
             &["--provider", "ecr", "--drop-in", "--platform", "k3s"],

@@ -101,6 +101,12 @@ const READY: &[Ready] = &[
         extra: &[],
     },
     Ready {
+        file: "ecr-mirror-roles.yaml",
+        providers: &[(ECR, Family::Ecr, false)],
+        // The mirror source: Docker Hub images, however the pod spec writes them.
+        extra: &[("nginx:1.27", ECR), ("docker.io/library/busybox", ECR)],
+    },
+    Ready {
         file: "ecr-service-account.yaml",
         providers: &[(ECR, Family::Ecr, true)],
         extra: &[],

@@ -348,3 +348,24 @@ fn bin_dir_checks_follow_kubelet_registration() {
         gone.display()
     )));
 }
+
+/// Not a kubelet rule: a `--registry-mirror` source the provider's `matchImages` does not let
+/// through is never answered, so `validate` warns (the config stays valid).
+#[test]
+fn mirror_sources_outside_match_images_are_warned_about() {
+    let yaml = v1_config(&provider(
+        "ecr-credential-provider",
+        V1,
+        "    args:\n      - get-credentials\n      - --registry-mirror=docker.io:123456789012.dkr.ecr.us-west-2.amazonaws.com,registry.example.com:123456789012.dkr.ecr.us-west-2.amazonaws.com\n      - -r\n      - quay.io:123456789012.dkr.ecr.us-west-2.amazonaws.com\n",
+    ));
+    let (code, errors, report) = errors_of(&yaml);
+    assert_eq!((code, errors), (0, vec![]), "{report}");
+    assert_eq!(
+        messages(&report, "warnings"),
+        vec![
+            "--registry-mirror source \"docker.io\" is not covered by matchImages, so the kubelet never runs the plugin for its images; add \"docker.io\" to matchImages".to_owned(),
+            "--registry-mirror source \"quay.io\" is not covered by matchImages, so the kubelet never runs the plugin for its images; add \"quay.io\" to matchImages".to_owned(),
+        ],
+        "{report}"
+    );
+}

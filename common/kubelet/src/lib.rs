@@ -7,6 +7,7 @@
 //! - [`duration`]: Go duration strings, as `cacheDuration` and `defaultCacheDuration` carry them.
 //! - [`image`]: image references and their registry host, parsed as the kubelet does.
 //! - [`matching`]: the kubelet's glob matching for `matchImages` and `auth` keys.
+//! - [`mirror`]: the `--registry-mirror SRC:DST` flag providers share (and the checker reads).
 //! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
 //! - [`secret`]: a string type that never prints its value (the response's password).
 //! - [`config`], [`validate`]: `CredentialProviderConfig` read and validated as the kubelet does.
@@ -20,6 +21,7 @@ pub mod duration;
 pub mod exec;
 pub mod image;
 pub mod matching;
+pub mod mirror;
 pub mod protocol;
 pub mod secret;
 pub mod validate;

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::matching::{MatchOutcome, Side, explain};
+use crate::matching::{MatchOutcome, Side, explain, match_image};
 
 use crate::config::{Config, Provider};
 
@@ -366,6 +366,7 @@ fn warnings(p: &Provider, out: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
             ));
         }
     }
+    mirror_warnings(p, &mut warn);
     if let Some(ta) = &p.token_attributes {
         if ta.cache_type.is_empty() {
             warn("tokenAttributes without cacheType was accepted by kubelet 1.33 but stops a 1.34+ kubelet from starting (kubernetes/kubernetes#132617)".into());
@@ -374,6 +375,29 @@ fn warnings(p: &Provider, out: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
             provider: Some(p.name.clone()),
             message: "tokenAttributes needs the KubeletServiceAccountTokenForCredentialProviders gate (beta, on since 1.34); with it off the kubelet fails with \"providers.tokenAttributes: Forbidden: tokenAttributes is not supported when KubeletServiceAccountTokenForCredentialProviders feature gate is disabled\"".into(),
         });
+    }
+}
+
+/// `--registry-mirror` in a provider's args: the kubelet runs the plugin only for images
+/// `matchImages` lets through, so a mirror source outside it is never answered.
+fn mirror_warnings(p: &Provider, warn: &mut impl FnMut(String)) {
+    let (mirrors, problems) = crate::mirror::parse_mirrors(&crate::mirror::values_in_args(&p.args));
+    for problem in problems {
+        warn(format!(
+            "{problem} (acr-credential-provider skips it, ecr-credential-provider refuses to start)"
+        ));
+    }
+    for m in mirrors {
+        if !p
+            .match_images
+            .iter()
+            .any(|pattern| match_image(pattern, &m.source))
+        {
+            warn(format!(
+                "--registry-mirror source {:?} is not covered by matchImages, so the kubelet never runs the plugin for its images; add {:?} to matchImages",
+                m.source, m.source
+            ));
+        }
     }
 }
 
@@ -473,6 +497,49 @@ mod tests {
             vec!["prefix part must be non-empty".to_owned()]
         );
         assert_eq!(qualified_name_errors("a/b/c").len(), 1);
+    }
+
+    #[test]
+    fn mirror_sources_outside_match_images_are_warned_about() {
+        let provider = |match_images: &[&str], args: &[&str]| Provider {
+            name: "ecr-credential-provider".into(),
+            match_images: match_images.iter().map(|s| (*s).to_owned()).collect(),
+            default_cache_duration: None,
+            api_version: String::new(),
+            args: args.iter().map(|s| (*s).to_owned()).collect(),
+            env: vec![],
+            token_attributes: None,
+            source: Default::default(),
+        };
+        let found = |p: &Provider| {
+            let (mut w, mut n) = (vec![], vec![]);
+            warnings(p, &mut w, &mut n);
+            w.into_iter().map(|f| f.message).collect::<Vec<_>>()
+        };
+        let covered = provider(
+            &["*.dkr.ecr.*.amazonaws.com", "docker.io", "reg.local:5000"],
+            &[
+                "--registry-mirror=docker.io:123456789012.dkr.ecr.us-west-2.amazonaws.com",
+                "-r",
+                "reg.local:5000=123456789012.dkr.ecr.us-west-2.amazonaws.com",
+            ],
+        );
+        assert_eq!(found(&covered), Vec::<String>::new());
+        let uncovered = provider(
+            &["*.dkr.ecr.*.amazonaws.com", "reg.local"],
+            &[
+                "--registry-mirror",
+                "docker.io:123456789012.dkr.ecr.us-west-2.amazonaws.com,reg.local:5000=x,bad:a:b",
+            ],
+        );
+        assert_eq!(
+            found(&uncovered),
+            vec![
+                "ignoring --registry-mirror entry \"bad:a:b\": expected <source-host>:<destination-registry> (or <source-host:port>=<destination-registry>) (acr-credential-provider skips it, ecr-credential-provider refuses to start)".to_owned(),
+                "--registry-mirror source \"docker.io\" is not covered by matchImages, so the kubelet never runs the plugin for its images; add \"docker.io\" to matchImages".to_owned(),
+                "--registry-mirror source \"reg.local:5000\" is not covered by matchImages, so the kubelet never runs the plugin for its images; add \"reg.local:5000\" to matchImages".to_owned(),
+            ]
+        );
     }
 
     #[test]

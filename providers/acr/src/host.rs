@@ -170,48 +170,7 @@ impl Suffixes {
     }
 }
 
-/// One `--registry-mirror` entry.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mirror {
-    /// The source registry (host, optional port), compared case-insensitively.
-    pub source: String,
-    /// The login server it maps to.
-    pub target: String,
-}
-
-/// Parses every `--registry-mirror` value. Returns the mirrors and a warning per skipped entry
-/// (upstream also skips malformed entries rather than failing every pull).
-pub fn parse_mirrors(values: &[String]) -> (Vec<Mirror>, Vec<String>) {
-    let mut mirrors: Vec<Mirror> = Vec::new();
-    let mut warnings = Vec::new();
-    for value in values {
-        // Upstream strips every space, so "a: b, c:d" works.
-        let compact: String = value.chars().filter(|c| !c.is_whitespace()).collect();
-        for entry in compact.split(',').filter(|e| !e.is_empty()) {
-            // `src=dst` allows a port in the source; `src:dst` needs exactly one colon.
-            let pair = match entry.split_once('=') {
-                Some(pair) => Some(pair),
-                None if entry.matches(':').count() == 1 => entry.split_once(':'),
-                None => None,
-            };
-            match pair {
-                Some((source, target)) if !source.is_empty() && !target.is_empty() => {
-                    let mirror = Mirror {
-                        source: source.to_ascii_lowercase(),
-                        target: target.to_ascii_lowercase(),
-                    };
-                    // A later entry for the same source wins, as upstream's map does.
-                    mirrors.retain(|m| m.source != mirror.source);
-                    mirrors.push(mirror);
-                }
-                _ => warnings.push(format!(
-                    "ignoring --registry-mirror entry {entry:?}: expected <source-host>:<login-server> (or <source-host:port>=<login-server>)"
-                )),
-            }
-        }
-    }
-    (mirrors, warnings)
-}
+pub use kcp_kubelet::mirror::{Mirror, parse_mirrors};
 
 /// Maps an image's registry (`host[:port]` as written) and host to the login server to use.
 pub fn resolve(

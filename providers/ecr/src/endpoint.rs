@@ -3,6 +3,7 @@
 
 use aws_sdk_ecr::config::endpoint::{Params as EcrParams, ResolveEndpoint as _};
 use aws_sdk_ecrpublic::config::endpoint::{Params as PublicParams, ResolveEndpoint as _};
+use aws_sdk_sts::config::endpoint::{Params as StsParams, ResolveEndpoint as _};
 
 use crate::host::RegistryKind;
 
@@ -32,6 +33,19 @@ pub fn resolve(
             .map_err(|e| e.to_string())?;
         futures_now(aws_sdk_ecr::config::endpoint::DefaultResolver::new().resolve_endpoint(&params))
     }
+}
+
+/// The STS endpoint for a registry's region and flavour: where `--assume-role` and
+/// service-account mode assume roles (the SDK's default, regional endpoints).
+pub fn resolve_sts(region: &str, fips: bool, dual_stack: bool) -> Result<String, String> {
+    let params = StsParams::builder()
+        .region(region)
+        .use_fips(fips)
+        .use_dual_stack(dual_stack)
+        .use_global_endpoint(false)
+        .build()
+        .map_err(|e| e.to_string())?;
+    futures_now(aws_sdk_sts::config::endpoint::DefaultResolver::new().resolve_endpoint(&params))
 }
 
 /// The default resolvers are synchronous rule evaluations wrapped in a ready future.
@@ -122,6 +136,39 @@ mod tests {
             ),
         ] {
             assert_eq!(for_host(host), endpoint, "{host}");
+        }
+    }
+
+    /// Roles are assumed at the regional STS endpoint of the registry's partition, never the
+    /// global `sts.amazonaws.com`, whose answer a China or GovCloud role cannot come from.
+    #[test]
+    fn sts_is_regional_and_follows_the_partition() {
+        for (host, endpoint) in [
+            (
+                "123456789012.dkr.ecr.eu-west-1.amazonaws.com",
+                "https://sts.eu-west-1.amazonaws.com",
+            ),
+            (
+                "123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn",
+                "https://sts.cn-north-1.amazonaws.com.cn",
+            ),
+            (
+                "123456789012.dkr.ecr-fips.us-gov-west-1.amazonaws.com",
+                "https://sts.us-gov-west-1.amazonaws.com",
+            ),
+            (
+                "123456789012.dkr-ecr.us-west-2.on.aws",
+                "https://sts.us-west-2.api.aws",
+            ),
+        ] {
+            let RegistryKind::Private(p) = classify(host) else {
+                panic!("{host}");
+            };
+            assert_eq!(
+                resolve_sts(&p.region, p.fips, p.dual_stack()).unwrap(),
+                endpoint,
+                "{host}"
+            );
         }
     }
 }

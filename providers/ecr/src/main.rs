@@ -5,17 +5,21 @@
 //! name, arguments, environment and answers (`Registry` cache key, half the token's life as
 //! `cacheDuration`), with every API version answered, ports kept in auth keys, endpoints that
 //! follow the host, service-account-token mode with fallback, and one deadline for the whole run.
+//! Beyond upstream: `--registry-mirror` (a mirror host answered with an ECR registry's token) and
+//! `--assume-role` (a role per registry account), both checked before stdin is read.
 
 mod aws;
 mod endpoint;
 mod host;
 mod provider;
+mod routing;
 mod sdk_http;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_plugin::runner::usage_error;
 use kcp_plugin::settings::CommonArgs;
 
 use crate::provider::EcrProvider;
@@ -27,7 +31,7 @@ use crate::provider::EcrProvider;
 #[command(name = "ecr-credential-provider", version, about, long_about = None)]
 struct Cli {
     /// Refuse images whose host is not an ECR registry (mirrors, custom DNS) instead of answering
-    /// with a token for the default region.
+    /// with a token for the default region. Implied by --registry-mirror.
     #[arg(long, env = "ECR_STRICT_HOSTS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, num_args = 0..=1, default_missing_value = "true")]
     strict_hosts: bool,
 
@@ -41,6 +45,20 @@ struct Cli {
     )]
     role_annotations: Vec<String>,
 
+    /// Answer images on a mirror host with a token of an ECR private registry: SRC:DST[,SRC:DST]
+    /// (SRC=DST for a source with a port); repeatable. Implies --strict-hosts.
+    #[arg(short = 'r', long = "registry-mirror", value_name = "SRC:DST")]
+    registry_mirror: Vec<String>,
+
+    /// Pull from the registries of ACCOUNT (12 digits) as ROLE_ARN, assumed with STS AssumeRole
+    /// and the node's credentials (session name ecr-credential-provider); repeatable.
+    #[arg(long = "assume-role", value_name = "ACCOUNT=ROLE_ARN")]
+    assume_role: Vec<String>,
+
+    /// ExternalId sent with every --assume-role call.
+    #[arg(long = "assume-role-external-id", value_name = "ID")]
+    assume_role_external_id: Option<String>,
+
     #[command(flatten)]
     common: CommonArgs,
 
@@ -52,8 +70,21 @@ struct Cli {
 fn main() -> ExitCode {
     let (cli, settings) =
         kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
+    // Checked before the request is read: a bad mapping fails every run alike (exit 2).
+    let configured = routing::mirrors(&cli.registry_mirror).and_then(|mirrors| {
+        let roles =
+            routing::Roles::parse(&cli.assume_role, cli.assume_role_external_id.as_deref())?;
+        routing::check(&mirrors, &roles)?;
+        Ok((mirrors, roles))
+    });
+    let (mirrors, roles) = match configured {
+        Ok(configured) => configured,
+        Err(e) => return usage_error(&e),
+    };
     let provider = EcrProvider {
-        strict_hosts: cli.strict_hosts,
+        strict_hosts: cli.strict_hosts || !mirrors.is_empty(),
+        mirrors,
+        roles,
         role_annotations: cli.role_annotations,
         cache_policy: CachePolicy::HalfRemaining,
         token_cache: settings.token_cache.clone(),

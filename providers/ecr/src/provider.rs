@@ -16,10 +16,12 @@ use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};
+use crate::routing::{EcrMirror, RoleArn, Roles};
 
 /// ECR Public's API lives in us-east-1 only (for the `aws` partition).
 const PUBLIC_REGION: &str = "us-east-1";
-/// Session name for AssumeRoleWithWebIdentity, as upstream.
+/// Session name for AssumeRoleWithWebIdentity (as upstream) and for `--assume-role`'s AssumeRole:
+/// CloudTrail shows `assumed-role/<role>/ecr-credential-provider` for every pull token.
 const SESSION_NAME: &str = "ecr-credential-provider";
 /// Upstream's fallback role ARN variable for service-account mode.
 pub const ROLE_ARN_ENV: &str = "AWS_ECR_ROLE_ARN";
@@ -31,8 +33,13 @@ pub const MAX_TOKEN_LIFE: Duration = Duration::from_secs(12 * 60 * 60);
 /// Settings of one run.
 #[derive(Debug, Clone)]
 pub struct EcrProvider {
-    /// Refuse hosts that are not ECR instead of answering with a default-region token.
+    /// Refuse hosts that are not ECR (nor a mirror source) instead of answering with a
+    /// default-region token; set by `--strict-hosts` and implied by any mirror.
     pub strict_hosts: bool,
+    /// `--registry-mirror`: sources answered with a token of an ECR private registry.
+    pub mirrors: Vec<EcrMirror>,
+    /// `--assume-role`: the role to assume per registry account.
+    pub roles: Roles,
     /// Service-account annotations that may name the role to assume, first found wins.
     pub role_annotations: Vec<String>,
     /// How `cacheDuration` follows the token's expiry.
@@ -79,10 +86,22 @@ struct Token {
     expires_at: Option<SystemTime>,
 }
 
-/// Credentials obtained from a service-account token.
+/// Credentials of an assumed role.
 struct AssumedRole {
     credentials: AwsCredentials,
-    role_arn: String,
+    /// How they were obtained, for error messages.
+    source: String,
+}
+
+/// Whose credentials ask ECR for the token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Principal {
+    /// The default chain, as is.
+    Node,
+    /// AssumeRoleWithWebIdentity with the pod's service-account token.
+    WebIdentity(String),
+    /// AssumeRole with the node's credentials (`--assume-role`).
+    NodeAssumes(RoleArn),
 }
 
 impl EcrProvider {
@@ -93,10 +112,20 @@ impl EcrProvider {
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
         let registry = request.image_ref.registry();
-        let kind = host::classify(request.image_ref.host());
+        // A mirror source is matched as written, port included, before the host is classified:
+        // the mapping is what the operator asked for, even for a host that looks like ECR.
+        let mirror = self
+            .mirrors
+            .iter()
+            .find(|m| m.source.eq_ignore_ascii_case(registry));
+        let kind = match mirror {
+            Some(m) => RegistryKind::Private(m.target.clone()),
+            None => host::classify(request.image_ref.host()),
+        };
         let endpoints = match &kind {
             RegistryKind::Private(p) => {
-                tracing::info!(registry, region = %p.region, partition = p.partition(), fips = p.fips, dual_stack = p.dual_stack(), "private ECR registry");
+                let mirrored_to = mirror.map(|m| m.target_host.as_str());
+                tracing::info!(registry, ?mirrored_to, region = %p.region, partition = p.partition(), fips = p.fips, dual_stack = p.dual_stack(), "private ECR registry");
                 Endpoints {
                     region: Some(p.region.clone()),
                     fips: p.fips,
@@ -110,6 +139,14 @@ impl EcrProvider {
                     ..Endpoints::default()
                 }
             }
+            RegistryKind::Other if !self.mirrors.is_empty() => {
+                // A source with a port is written `host:port=dst` (one colon per `src:dst`).
+                let separator = if registry.contains(':') { '=' } else { ':' };
+                bail!(
+                    "{registry} is not an Amazon ECR registry host nor a --registry-mirror source, and strict host checking is on (implied by --registry-mirror): \
+                     refusing to send an ECR token to it; map it with --registry-mirror={registry}{separator}<account>.dkr.ecr.<region>.amazonaws.com or narrow matchImages"
+                )
+            }
             RegistryKind::Other if self.strict_hosts => bail!(
                 "{registry} is not an Amazon ECR registry host and strict host checking is on (--strict-hosts / ECR_STRICT_HOSTS): \
                  refusing to send an ECR token to it; narrow matchImages to ECR hosts or turn strict checking off for mirrors"
@@ -122,8 +159,13 @@ impl EcrProvider {
         } else {
             "ECR"
         };
-        let role_arn = self.role_arn(request);
-        let key = cache_key(&kind, role_arn.as_deref(), request);
+        let principal = self.principal(request, &kind).map_err(|e| anyhow!(e))?;
+        let key = cache_key(
+            &kind,
+            &principal,
+            self.roles.external_id.as_deref(),
+            request,
+        );
         let (token, source) = token_cache::get_or_fetch(
             self.token_cache.as_ref(),
             key.as_ref(),
@@ -134,7 +176,7 @@ impl EcrProvider {
                     &kind,
                     &endpoints,
                     service_env,
-                    role_arn.as_deref(),
+                    &principal,
                     deadline,
                 )
                 .await
@@ -145,15 +187,22 @@ impl EcrProvider {
             .cache_policy
             .cache_duration(token.expires_at, token.obtained_at);
         tracing::info!(registry, %cache_duration, ?source, "ECR token ready");
-        Ok(Credentials::single(
+        let auth = AuthConfig::new(token.username, token.password);
+        let mut credentials = Credentials::single(
             CacheKeyType::Registry,
             cache_duration,
             registry,
-            AuthConfig::new(token.username, token.password),
-        ))
+            auth.clone(),
+        );
+        if let Some(m) = mirror {
+            // The destination's key too, as ACR answers a mirrored image
+            // (providers/acr/src/host.rs `resolve`): one shape of answer for both providers.
+            credentials.auth.insert(m.target_host.clone(), auth);
+        }
+        Ok(credentials)
     }
 
-    /// Calls ECR (after STS in service-account mode with a role) for a token. Its expiry is the
+    /// Calls ECR (after STS when `principal` is a role) for a token. Its expiry is the
     /// earlier of the token's and the assumed role session's.
     async fn fetch(
         &self,
@@ -161,7 +210,7 @@ impl EcrProvider {
         kind: &RegistryKind,
         endpoints: &Endpoints,
         service_env: &str,
-        role_arn: Option<&str>,
+        principal: &Principal,
         deadline: Deadline,
     ) -> anyhow::Result<RegistryToken> {
         let registry = request.image_ref.registry();
@@ -181,12 +230,24 @@ impl EcrProvider {
                 "No region found in the image reference, the default region will be used. Please refer to AWS SDK documentation for configuration purpose."
             );
         }
-        let assumed = match (role_arn, &request.service_account_token) {
-            (Some(role_arn), Some(token)) => Some(assume_role(role_arn, token, &config).await?),
+        let assumed = match (principal, &request.service_account_token) {
+            (Principal::WebIdentity(role_arn), Some(token)) => {
+                Some(assume_role(role_arn, token, &config).await?)
+            }
+            (Principal::NodeAssumes(role), _) => Some(
+                assume_role_as_node(
+                    role,
+                    self.roles.external_id.as_deref(),
+                    &config,
+                    &region,
+                    endpoints,
+                )
+                .await?,
+            ),
             _ => None,
         };
         let source = match &assumed {
-            Some(a) => format!("assumed role {} via the service-account token", a.role_arn),
+            Some(a) => a.source.clone(),
             None => aws::credential_source().to_owned(),
         };
         let context = || {
@@ -252,38 +313,60 @@ impl EcrProvider {
         Ok(RegistryToken::obtained_now(username, password, expires_at))
     }
 
-    /// The role to assume in service-account mode: the first annotation present, else
-    /// [`ROLE_ARN_ENV`]. `None` outside that mode or without a role: the node's credentials.
-    fn role_arn(&self, request: &CredentialProviderRequest) -> Option<String> {
-        request.service_account_token.as_ref()?;
-        let from_annotation = self.role_annotations.iter().find_map(|key| {
-            request
-                .service_account_annotations
-                .get(key)
-                .filter(|v| !v.trim().is_empty())
-        });
-        let role_arn = from_annotation.map(|a| a.trim().to_owned()).or_else(|| {
-            std::env::var(ROLE_ARN_ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .map(|v| v.trim().to_owned())
-        });
-        if role_arn.is_none() {
-            tracing::info!(
-                annotations = ?self.role_annotations,
-                "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
-            );
+    /// Whose credentials get the token, first that applies: the role a service-account
+    /// annotation names (with the pod's token); the `--assume-role` role of the private
+    /// registry's account (with the node's credentials); in service-account mode
+    /// [`ROLE_ARN_ENV`]; else the node. An `--assume-role` of another partition than the
+    /// registry's is an error, before any call.
+    fn principal(
+        &self,
+        request: &CredentialProviderRequest,
+        kind: &RegistryKind,
+    ) -> Result<Principal, String> {
+        let sa_mode = request.service_account_token.is_some();
+        if sa_mode {
+            let from_annotation = self.role_annotations.iter().find_map(|key| {
+                request
+                    .service_account_annotations
+                    .get(key)
+                    .filter(|v| !v.trim().is_empty())
+            });
+            if let Some(role_arn) = from_annotation {
+                return Ok(Principal::WebIdentity(role_arn.trim().to_owned()));
+            }
         }
-        role_arn
+        if let RegistryKind::Private(p) = kind
+            && let Some(role) = self.roles.for_registry(p)?
+        {
+            return Ok(Principal::NodeAssumes(role.clone()));
+        }
+        if !sa_mode {
+            return Ok(Principal::Node);
+        }
+        let from_env = std::env::var(ROLE_ARN_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| v.trim().to_owned());
+        Ok(match from_env {
+            Some(role_arn) => Principal::WebIdentity(role_arn),
+            None => {
+                tracing::info!(
+                    annotations = ?self.role_annotations,
+                    "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
+                );
+                Principal::Node
+            }
+        })
     }
 }
 
-/// The token-cache key: API scope (kind, partition, region, endpoint flavour) and the identity
-/// the token is fetched as. `None` (no caching) for a service-account token whose claims
-/// cannot be read.
+/// The token-cache key: API scope (kind, partition, region, endpoint flavour: a mirror's are its
+/// destination's) and the identity the token is fetched as, the assumed role included. `None`
+/// (no caching) for a service-account token whose claims cannot be read.
 fn cache_key(
     kind: &RegistryKind,
-    role_arn: Option<&str>,
+    principal: &Principal,
+    external_id: Option<&str>,
     request: &CredentialProviderRequest,
 ) -> Option<CacheKey> {
     let key = match kind {
@@ -302,8 +385,16 @@ fn cache_key(
             .scope("region", "default"),
     }
     .identity_env(ENDPOINT_ENV);
-    match (role_arn, &request.service_account_token) {
-        (Some(role_arn), Some(token)) => key.identity("role", role_arn).service_account(token),
+    match (principal, &request.service_account_token) {
+        (Principal::WebIdentity(role_arn), Some(token)) => {
+            key.identity("role", role_arn).service_account(token)
+        }
+        // The node's identity assumes the role: both are part of who the token is for.
+        (Principal::NodeAssumes(role), _) => Some(
+            key.identity("assume-role", &role.arn)
+                .identity("external-id", external_id.unwrap_or_default())
+                .identity_env(NODE_IDENTITY_ENV),
+        ),
         _ => Some(key.identity_env(NODE_IDENTITY_ENV)),
     }
 }
@@ -343,7 +434,54 @@ async fn assume_role(
     tracing::info!(role_arn, "assumed role with the service-account token");
     Ok(AssumedRole {
         credentials,
-        role_arn: role_arn.to_owned(),
+        source: format!("assumed role {role_arn} via the service-account token"),
+    })
+}
+
+/// `--assume-role`: STS AssumeRole with the node's credentials (the default chain of `config`),
+/// in the registry's region, partition and endpoint flavour, as `config` is set up for it.
+async fn assume_role_as_node(
+    role: &RoleArn,
+    external_id: Option<&str>,
+    config: &aws_config::SdkConfig,
+    region: &str,
+    endpoints: &Endpoints,
+) -> anyhow::Result<AssumedRole> {
+    let role_arn = role.arn.as_str();
+    let sts_config = aws_sdk_sts::config::Builder::from(config)
+        .retry_classifier(aws::retry_on_429())
+        .build();
+    let sts = aws_sdk_sts::Client::from_conf(sts_config);
+    let out = sts
+        .assume_role()
+        .role_arn(role_arn)
+        .role_session_name(SESSION_NAME)
+        .set_external_id(external_id.map(str::to_owned))
+        .send()
+        .await
+        .map_err(|e| anyhow!(describe(&e)))
+        .with_context(|| {
+            format!(
+                "failed to assume role {role_arn} (--assume-role) with the node's credentials ({}; STS in region {region}, endpoint {}); check the role's trust policy{}",
+                aws::credential_source(),
+                sts_endpoint_description(region, endpoints),
+                if external_id.is_some() { " and its sts:ExternalId condition" } else { "" }
+            )
+        })?;
+    let c = out
+        .credentials()
+        .ok_or_else(|| anyhow!("STS AssumeRole for {role_arn} returned no credentials"))?;
+    let credentials = AwsCredentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_owned()),
+        to_system_time(c.expiration()),
+        "AssumeRole",
+    );
+    tracing::info!(role_arn, "assumed role with the node's credentials");
+    Ok(AssumedRole {
+        credentials,
+        source: format!("assumed role {role_arn} with the node's credentials (--assume-role)"),
     })
 }
 
@@ -407,6 +545,28 @@ fn token_expiry(
     })
 }
 
+/// The endpoint the environment sets for `service_env`, as its host and the variable.
+fn overridden_endpoint(service_env: &str) -> Option<String> {
+    let (variable, url) = aws::endpoint_override(service_env)?;
+    // Only the host: a URL could carry credentials in its user-info.
+    let host = reqwest::Url::parse(&url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned));
+    Some(format!(
+        "{} (from {variable})",
+        host.unwrap_or_else(|| "an unparsable URL".to_owned())
+    ))
+}
+
+/// The STS endpoint we expect the SDK to call, for error messages.
+fn sts_endpoint_description(region: &str, endpoints: &Endpoints) -> String {
+    if let Some(overridden) = overridden_endpoint("STS") {
+        return overridden;
+    }
+    crate::endpoint::resolve_sts(region, endpoints.fips, endpoints.dual_stack)
+        .unwrap_or_else(|e| format!("unresolved ({e})"))
+}
+
 /// The API endpoint host we expect the SDK to call, for error messages.
 fn endpoint_description(
     kind: &RegistryKind,
@@ -414,15 +574,8 @@ fn endpoint_description(
     endpoints: &Endpoints,
     service_env: &str,
 ) -> String {
-    if let Some((variable, url)) = aws::endpoint_override(service_env) {
-        // Only the host: a URL could carry credentials in its user-info.
-        let host = reqwest::Url::parse(&url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned));
-        return format!(
-            "{} (from {variable})",
-            host.unwrap_or_else(|| "an unparsable URL".to_owned())
-        );
+    if let Some(overridden) = overridden_endpoint(service_env) {
+        return overridden;
     }
     crate::endpoint::resolve(kind, region, endpoints.fips, endpoints.dual_stack)
         .unwrap_or_else(|e| format!("unresolved ({e})"))

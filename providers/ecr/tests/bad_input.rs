@@ -43,6 +43,63 @@ fn refuses_its_own_bad_flags_and_config() {
             "invalid value 'banana' for '--strict-hosts",
         ),
         (
+            "a mirror to a host that is not ECR",
+            base().args(["--registry-mirror=docker.io:registry.example.com"]),
+            2,
+            "--registry-mirror docker.io:registry.example.com: registry.example.com is not an Amazon ECR private registry host",
+        ),
+        (
+            "a mirror to ECR Public",
+            base().args(["-r", "docker.io:public.ecr.aws"]),
+            2,
+            "public.ecr.aws is not an Amazon ECR private registry host",
+        ),
+        (
+            "a malformed mirror entry",
+            base().args(["--registry-mirror=docker.io:a:b"]),
+            2,
+            "--registry-mirror entry \"docker.io:a:b\": expected <source-host>:<destination-registry>",
+        ),
+        (
+            "an 11-digit account",
+            base().args(["--assume-role=12345678901=arn:aws:iam::123456789012:role/pull"]),
+            2,
+            "the account \"12345678901\" must be 12 digits",
+        ),
+        (
+            "--assume-role without =",
+            base().args(["--assume-role", "arn:aws:iam::123456789012:role/pull"]),
+            2,
+            "expected ACCOUNT=ROLE_ARN",
+        ),
+        (
+            "a user ARN",
+            base().args(["--assume-role=123456789012=arn:aws:iam::123456789012:user/pull"]),
+            2,
+            "is not an IAM role ARN (the resource must be role/<name>",
+        ),
+        (
+            "an unknown partition",
+            base().args(["--assume-role=123456789012=arn:aws-moon:iam::123456789012:role/pull"]),
+            2,
+            "unknown partition \"aws-moon\"",
+        ),
+        (
+            "an external ID without a role",
+            base().args(["--assume-role-external-id=tenant-42"]),
+            2,
+            "no --assume-role is given",
+        ),
+        (
+            "an external ID with a space",
+            base().args([
+                "--assume-role=123456789012=arn:aws:iam::123456789012:role/pull",
+                "--assume-role-external-id=tenant 42",
+            ]),
+            2,
+            "--assume-role-external-id must be 2 to 1224 characters",
+        ),
+        (
             "a profile that does not exist",
             Plugin::new(BIN)
                 .env("AWS_EC2_METADATA_DISABLED", "true")

@@ -111,3 +111,57 @@ fn service_account_token_mode_assumes_the_annotated_role() {
         "the SA token must never be logged"
     );
 }
+
+/// The string value of the first `"name":"…"` in moto's whitespace-free state.
+fn state_value<'a>(state: &'a str, name: &str) -> Option<&'a str> {
+    let start = state.find(&format!("\"{name}\":\""))? + name.len() + 4;
+    state[start..].split('"').next()
+}
+
+#[test]
+fn a_mirrored_image_is_pulled_as_the_role_assumed_for_the_destination_account() {
+    let Some(moto) =
+        Moto::start("a_mirrored_image_is_pulled_as_the_role_assumed_for_the_destination_account")
+    else {
+        return;
+    };
+    let dst = "210987654321.dkr.ecr.eu-west-1.amazonaws.com";
+    let role = "arn:aws:iam::210987654321:role/ecr-pull";
+    let out = plugin()
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ENDPOINT_URL", &moto.url)
+        .args([
+            format!("--registry-mirror=docker.io:{dst}"),
+            format!("--assume-role=210987654321={role}"),
+            "--assume-role-external-id=tenant-42".to_owned(),
+        ])
+        .request(ApiVersion::V1, "docker.io/library/nginx");
+    let ok = out.accepted();
+    // moto names the token after the caller's account: the role's, not the node's 123456789012.
+    assert_eq!(ok.auth.keys().collect::<Vec<_>>(), vec![dst, "docker.io"]);
+    for key in [dst, "docker.io"] {
+        assert_eq!(
+            ok.auth[key],
+            ("AWS".to_owned(), "210987654321-auth-token".to_owned())
+        );
+    }
+    assert_eq!(ok.cache_duration, Some(GoDuration::ZERO));
+
+    let state = moto.state();
+    let sessions = state.matches("\"session_name\":").count();
+    assert_eq!(sessions, 1, "one AssumeRole: {state}");
+    assert_eq!(state_value(&state, "role_arn"), Some(role));
+    assert_eq!(
+        state_value(&state, "session_name"),
+        Some("ecr-credential-provider")
+    );
+    assert_eq!(state_value(&state, "external_id"), Some("tenant-42"));
+    // STS was called in the registry's region, not the environment's.
+    assert_eq!(state_value(&state, "region_name"), Some("eu-west-1"));
+    for name in ["secret_access_key", "session_token"] {
+        let secret = state_value(&state, name).unwrap();
+        assert!(secret.len() > 16, "{name}: {secret}");
+        assert!(!out.stdout().contains(secret), "{name} on stdout");
+        assert!(!out.stderr().contains(secret), "{name} on stderr");
+    }
+}

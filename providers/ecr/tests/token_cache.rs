@@ -344,3 +344,49 @@ fn an_entry_others_can_read_is_not_served_and_is_replaced() {
     p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
     assert_eq!(ecr.requests().len(), 2);
 }
+
+#[test]
+fn each_assumed_role_has_its_own_entry_and_a_mirror_shares_its_destinations() {
+    let sts = FakeServer::start(|_| sts_assume_role("ASIANODEASSUMED", unix_now() + 3600));
+    let ecr = slow_ecr("role-password", unix_now() + 12 * 3600);
+    let dir = TempDir::new("ecr-assume-role");
+    let other = "210987654321.dkr.ecr.us-west-2.amazonaws.com";
+    let p = cached(plugin(), &ecr, &dir)
+        .env("AWS_ENDPOINT_URL_STS", sts.url())
+        .args([
+            format!("--assume-role=123456789012={ROLE}"),
+            "--assume-role=210987654321=arn:aws:iam::210987654321:role/other-pull".to_owned(),
+            format!("--registry-mirror=docker.io:{other}"),
+        ]);
+    // Two accounts of one region, two roles: two tokens, two entries.
+    p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
+    p.request(ApiVersion::V1, other).accepted();
+    assert_eq!((sts.requests().len(), ecr.requests().len()), (2, 2));
+    // Again, and through the mirror to the second account: all from disk.
+    p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
+    let ok = p
+        .request(ApiVersion::V1, "docker.io/library/busybox")
+        .accepted();
+    assert_eq!(ok.auth["docker.io"].1, "role-password");
+    assert_eq!((sts.requests().len(), ecr.requests().len()), (2, 2));
+    let entries = cache_entries(&dir.path().join("cache"), 2);
+    let keys: std::collections::BTreeSet<&str> = entries
+        .iter()
+        .map(|e| e.json["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 2, "the role is part of the key: {keys:?}");
+    for entry in &entries {
+        assert!(
+            !entry.text.contains(NODE_ASSUMED_SECRET_KEY)
+                && !entry.text.contains(NODE_ASSUMED_SESSION_TOKEN),
+            "{}",
+            entry.text
+        );
+    }
+    // The same role without the flag is the node itself: a third entry.
+    cached(plugin(), &ecr, &dir)
+        .request(ApiVersion::V1, PRIVATE_HOST)
+        .accepted();
+    assert_eq!(ecr.requests().len(), 3);
+    cache_entries(&dir.path().join("cache"), 3);
+}

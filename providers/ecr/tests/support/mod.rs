@@ -83,6 +83,28 @@ impl Moto {
     }
 }
 
+impl Moto {
+    /// moto's state as JSON text (`/moto-api/data.json`: every model, the STS sessions it handed
+    /// out included), with all whitespace removed so that searches do not depend on its layout.
+    pub fn state(&self) -> String {
+        use std::io::Read;
+        let addr = self.url.trim_start_matches("http://");
+        let mut stream = TcpStream::connect(addr).expect("connecting to moto");
+        // HTTP/1.0: the body comes whole, not chunked, and ends with the connection.
+        write!(
+            stream,
+            "GET /moto-api/data.json HTTP/1.0\r\nHost: {addr}\r\n\r\n"
+        )
+        .expect("asking moto");
+        let mut text = String::new();
+        stream
+            .read_to_string(&mut text)
+            .expect("reading moto's answer");
+        let body = text.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        body.chars().filter(|c| !c.is_whitespace()).collect()
+    }
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -200,4 +222,34 @@ fn decode(text: &str) -> String {
         i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+pub const NODE_ASSUMED_SECRET_KEY: &str = "node-assumed-secret-key-value";
+pub const NODE_ASSUMED_SESSION_TOKEN: &str = "node-assumed-session-token-value";
+
+/// An STS AssumeRole answer (`--assume-role`), its secrets distinct from the web-identity ones
+/// so a leak names the flow.
+pub fn sts_assume_role(access_key: &str, expires_at: u64) -> FakeResponse {
+    // XML: the JSON scan of the fake does not see these.
+    kcp_testkit::secrets::register(NODE_ASSUMED_SECRET_KEY);
+    kcp_testkit::secrets::register(NODE_ASSUMED_SESSION_TOKEN);
+    FakeResponse::new(
+        200,
+        format!(
+            r#"<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <Credentials>
+      <AccessKeyId>{access_key}</AccessKeyId>
+      <SecretAccessKey>{NODE_ASSUMED_SECRET_KEY}</SecretAccessKey>
+      <SessionToken>{NODE_ASSUMED_SESSION_TOKEN}</SessionToken>
+      <Expiration>{}</Expiration>
+    </Credentials>
+    <AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/pull/ecr-credential-provider</Arn><AssumedRoleId>AROANODE:ecr-credential-provider</AssumedRoleId></AssumedRoleUser>
+  </AssumeRoleResult>
+  <ResponseMetadata><RequestId>req-2</RequestId></ResponseMetadata>
+</AssumeRoleResponse>"#,
+            rfc3339(expires_at)
+        ),
+    )
+    .header("content-type", "text/xml")
 }
