@@ -104,6 +104,18 @@ enum Principal {
     NodeAssumes(RoleArn),
 }
 
+/// What a request needs, decided without any network: the registry (after mirrors), its
+/// endpoints, whose credentials ask, and the cache key. Shared by the cache look before any async
+/// runtime exists ([`EcrProvider::from_cache`]) and the fetch.
+struct Plan<'a> {
+    mirror: Option<&'a EcrMirror>,
+    kind: RegistryKind,
+    endpoints: Endpoints,
+    service_env: &'static str,
+    principal: Principal,
+    key: Option<CacheKey>,
+}
+
 impl EcrProvider {
     /// Fetches an ECR token for `request` and maps it into the kubelet response.
     pub async fn credentials(
@@ -111,6 +123,42 @@ impl EcrProvider {
         request: &CredentialProviderRequest,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
+        let plan = self.plan(request)?;
+        log_plan(self, request, &plan);
+        let (token, source) = token_cache::get_or_fetch(
+            self.token_cache.as_ref(),
+            plan.key.as_ref(),
+            deadline,
+            async || {
+                self.fetch(
+                    request,
+                    &plan.kind,
+                    &plan.endpoints,
+                    plan.service_env,
+                    &plan.principal,
+                    deadline,
+                )
+                .await
+            },
+        )
+        .await?;
+        Ok(self.answer(request, &plan, token, source))
+    }
+
+    /// Answers `request` from the token cache alone, or `None` (no cache, a miss, or a request
+    /// [`Self::credentials`] refuses: it then says why). Runs before any async runtime, SDK
+    /// config or HTTP client exists.
+    pub fn from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+        let cache = self.token_cache.as_ref()?;
+        let plan = self.plan(request).ok()?;
+        let token = cache.get(plan.key.as_ref()?)?;
+        log_plan(self, request, &plan);
+        Some(self.answer(request, &plan, token, token_cache::Source::Cache))
+    }
+
+    /// Every check and choice that needs no network: mirrors, host class, strict refusal, the
+    /// principal and the cache key. Logs nothing (the cache look and the fetch both call it).
+    fn plan<'a>(&'a self, request: &CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
         let registry = request.image_ref.registry();
         // A mirror source is matched as written, port included, before the host is classified:
         // the mapping is what the operator asked for, even for a host that looks like ECR.
@@ -123,22 +171,15 @@ impl EcrProvider {
             None => host::classify(request.image_ref.host()),
         };
         let endpoints = match &kind {
-            RegistryKind::Private(p) => {
-                let mirrored_to = mirror.map(|m| m.target_host.as_str());
-                tracing::info!(registry, ?mirrored_to, region = %p.region, partition = p.partition(), fips = p.fips, dual_stack = p.dual_stack(), "private ECR registry");
-                Endpoints {
-                    region: Some(p.region.clone()),
-                    fips: p.fips,
-                    dual_stack: p.dual_stack(),
-                }
-            }
-            RegistryKind::Public => {
-                tracing::info!(registry, "ECR Public registry");
-                Endpoints {
-                    region: Some(PUBLIC_REGION.to_owned()),
-                    ..Endpoints::default()
-                }
-            }
+            RegistryKind::Private(p) => Endpoints {
+                region: Some(p.region.clone()),
+                fips: p.fips,
+                dual_stack: p.dual_stack(),
+            },
+            RegistryKind::Public => Endpoints {
+                region: Some(PUBLIC_REGION.to_owned()),
+                ..Endpoints::default()
+            },
             RegistryKind::Other if !self.mirrors.is_empty() => {
                 // A source with a port is written `host:port=dst` (one colon per `src:dst`).
                 let separator = if registry.contains(':') { '=' } else { ':' };
@@ -153,7 +194,6 @@ impl EcrProvider {
             ),
             RegistryKind::Other => Endpoints::default(),
         };
-
         let service_env = if kind == RegistryKind::Public {
             "ECR_PUBLIC"
         } else {
@@ -166,23 +206,25 @@ impl EcrProvider {
             self.roles.external_id.as_deref(),
             request,
         );
-        let (token, source) = token_cache::get_or_fetch(
-            self.token_cache.as_ref(),
-            key.as_ref(),
-            deadline,
-            async || {
-                self.fetch(
-                    request,
-                    &kind,
-                    &endpoints,
-                    service_env,
-                    &principal,
-                    deadline,
-                )
-                .await
-            },
-        )
-        .await?;
+        Ok(Plan {
+            mirror,
+            kind,
+            endpoints,
+            service_env,
+            principal,
+            key,
+        })
+    }
+
+    /// The kubelet's answer for a token, fetched or cached.
+    fn answer(
+        &self,
+        request: &CredentialProviderRequest,
+        plan: &Plan<'_>,
+        token: RegistryToken,
+        source: token_cache::Source,
+    ) -> Credentials {
+        let registry = request.image_ref.registry();
         let cache_duration = self
             .cache_policy
             .cache_duration(token.expires_at, token.obtained_at);
@@ -194,12 +236,12 @@ impl EcrProvider {
             registry,
             auth.clone(),
         );
-        if let Some(m) = mirror {
+        if let Some(m) = plan.mirror {
             // The destination's key too, as ACR answers a mirrored image
             // (providers/acr/src/host.rs `resolve`): one shape of answer for both providers.
             credentials.auth.insert(m.target_host.clone(), auth);
         }
-        Ok(credentials)
+        credentials
     }
 
     /// Calls ECR (after STS when `principal` is a role) for a token. Its expiry is the
@@ -347,16 +389,7 @@ impl EcrProvider {
             .ok()
             .filter(|v| !v.trim().is_empty())
             .map(|v| v.trim().to_owned());
-        Ok(match from_env {
-            Some(role_arn) => Principal::WebIdentity(role_arn),
-            None => {
-                tracing::info!(
-                    annotations = ?self.role_annotations,
-                    "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
-                );
-                Principal::Node
-            }
-        })
+        Ok(from_env.map_or(Principal::Node, Principal::WebIdentity))
     }
 }
 
@@ -627,5 +660,25 @@ mod tests {
         let ancient = to_system_time(&DateTime::from_secs_f64(-1e300));
         assert_eq!(cache_duration(1e300, ancient), GoDuration::ZERO);
         assert_eq!(token_expiry(None, session, now()), None);
+    }
+}
+
+/// The info lines naming the registry a run serves and, in service-account mode, why the node's
+/// own credentials are used.
+fn log_plan(provider: &EcrProvider, request: &CredentialProviderRequest, plan: &Plan<'_>) {
+    let registry = request.image_ref.registry();
+    match &plan.kind {
+        RegistryKind::Private(p) => {
+            let mirrored_to = plan.mirror.map(|m| m.target_host.as_str());
+            tracing::info!(registry, ?mirrored_to, region = %p.region, partition = p.partition(), fips = p.fips, dual_stack = p.dual_stack(), "private ECR registry");
+        }
+        RegistryKind::Public => tracing::info!(registry, "ECR Public registry"),
+        RegistryKind::Other => {}
+    }
+    if request.service_account_token.is_some() && plan.principal == Principal::Node {
+        tracing::info!(
+            annotations = ?provider.role_annotations,
+            "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
+        );
     }
 }

@@ -390,3 +390,36 @@ fn each_assumed_role_has_its_own_entry_and_a_mirror_shares_its_destinations() {
     assert_eq!(ecr.requests().len(), 3);
     cache_entries(&dir.path().join("cache"), 3);
 }
+
+/// A hit is answered before any async runtime starts, but only after the checks a fetch makes: a
+/// mirror configuration's strict refusal holds for a host whose token (the default region's
+/// node token) is on disk.
+#[test]
+fn a_cache_hit_passes_every_check_a_fetch_does() {
+    let ecr = slow_ecr("strict-password", unix_now() + 12 * 3600);
+    let dir = TempDir::new("ecr-hit-checks");
+    // Lenient (upstream's default): a custom host gets the default region's token, cached.
+    let lenient = cached(plugin().env("AWS_REGION", "us-east-1"), &ecr, &dir);
+    lenient
+        .request(ApiVersion::V1, "registry.example.com/app")
+        .accepted();
+    lenient
+        .request(ApiVersion::V1, "registry.example.com/app")
+        .accepted();
+    assert_eq!(ecr.requests().len(), 1, "the second exec was a hit");
+    // Strict: the same host and the same entry on disk are refused, nothing fetched.
+    for strict in [
+        cached(plugin().env("AWS_REGION", "us-east-1"), &ecr, &dir).args(["--strict-hosts"]),
+        cached(plugin().env("AWS_REGION", "us-east-1"), &ecr, &dir)
+            .args([format!("--registry-mirror=docker.io:{PRIVATE_HOST}")]),
+    ] {
+        let refused = strict.request(ApiVersion::V1, "registry.example.com/app");
+        let line = refused.rejected();
+        assert!(
+            line.contains("registry.example.com is not an Amazon ECR registry host"),
+            "{line}"
+        );
+        assert!(!refused.stdout().contains("strict-password"));
+    }
+    assert_eq!(ecr.requests().len(), 1);
+}
