@@ -45,6 +45,7 @@ use kcp_plugin::http::{HttpClient, HttpError};
 
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
+use crate::ib::{self, IbConfig};
 use crate::transport::AzureTransport;
 
 /// SA annotation naming the Entra application (client) ID to federate as.
@@ -77,6 +78,17 @@ pub enum Identity {
         client_id: String,
         /// The secret.
         secret: Secret,
+    },
+    /// The pod's service-account token traded at AKS's identity-bindings endpoint (`ib.rs`).
+    IdentityBinding {
+        /// Client ID, from the annotation or `--ib-default-client-id`.
+        client_id: String,
+        /// Tenant, from the annotation or `--ib-default-tenant-id` (reserved, never sent).
+        tenant: Option<String>,
+        /// The pod's token; never logged.
+        token: Secret,
+        /// Where the endpoint is and whom to trust.
+        config: Box<IbConfig>,
     },
     /// The pod's service-account token as a client assertion (KEP-4412).
     ServiceAccount {
@@ -128,6 +140,12 @@ impl Identity {
                 tenant, client_id, ..
             } => format!(
                 "service-account token federated as client ID {client_id} in tenant {tenant}"
+            ),
+            Identity::IdentityBinding {
+                client_id, config, ..
+            } => format!(
+                "identity binding for client ID {client_id} via {}",
+                config.describe()
             ),
         }
     }
@@ -306,6 +324,27 @@ pub async fn entra_token(
             }
         )
     };
+    if let Identity::IdentityBinding {
+        client_id,
+        token,
+        config,
+        ..
+    } = identity
+    {
+        return match tokio::time::timeout(
+            budget,
+            ib::token(config, client_id, token, scope, deadline),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => anyhow::bail!(
+                "identity bindings: no token from {} within {:.1}s (check that the API server address is reachable from this node)",
+                config.describe(),
+                budget.as_secs_f64()
+            ),
+        };
+    }
     let transport = AzureTransport::new(http.clone(), deadline);
     let credential = build(identity, cloud, transport, budget)
         .map_err(|e| anyhow::anyhow!("{}: {}", context(), one_line(&e)))?;
@@ -398,6 +437,12 @@ fn build(
             azure_core::credentials::Secret::new(secret.expose().to_owned()),
             Some(ClientSecretCredentialOptions { client_options }),
         )?,
+        Identity::IdentityBinding { .. } => {
+            return Err(azure_core::Error::with_message(
+                azure_core::error::ErrorKind::Credential,
+                "identity bindings have their own token request (ib.rs)",
+            ));
+        }
         Identity::ServiceAccount {
             tenant,
             client_id,
