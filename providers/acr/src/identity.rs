@@ -13,7 +13,8 @@
 //!    `AZURE_TENANT_ID`, `AZURE_FEDERATED_TOKEN_FILE`), as upstream did before v1.31.
 //! 3. `useManagedIdentityExtension: true`: managed identity, system-assigned or the
 //!    `userAssignedIdentityID` (an ARM resource ID when it contains `/subscriptions/`, else a client
-//!    ID). The source is the VM's IMDS, or App Service's `IDENTITY_ENDPOINT`/`IDENTITY_HEADER`.
+//!    ID). The source is the VM's IMDS, App Service's `IDENTITY_ENDPOINT`/`IDENTITY_HEADER`, or
+//!    the Azure Arc agent's `IDENTITY_ENDPOINT` with `IMDS_ENDPOINT` (`arc.rs`; system-assigned only).
 //! 4. `AZURE_FEDERATED_TOKEN_FILE` in the environment: workload identity.
 //! 5. `aadClientId` + `aadClientSecret`: the service principal, through the exchange (or the raw
 //!    secret with `--service-principal-passthrough`, decided by the caller).
@@ -43,6 +44,7 @@ use kcp_kubelet::Secret;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::{HttpClient, HttpError};
 
+use crate::arc;
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
 use crate::ib::{self, IbConfig};
@@ -162,13 +164,19 @@ impl Identity {
 }
 
 fn mi_source() -> &'static str {
-    if std::env::var_os("IDENTITY_ENDPOINT").is_some()
+    if arc::detected(&process_env) {
+        "Azure Arc agent endpoint from IDENTITY_ENDPOINT"
+    } else if std::env::var_os("IDENTITY_ENDPOINT").is_some()
         && std::env::var_os("IDENTITY_HEADER").is_some()
     {
         "App Service endpoint from IDENTITY_ENDPOINT"
     } else {
         "instance metadata service 169.254.169.254"
     }
+}
+
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The node's own identity from the config and environment (rules 2–5 of the module docs).
@@ -226,6 +234,11 @@ pub fn node_identity(
         } else {
             Some(UserAssigned::ClientId(id.to_owned()))
         };
+        if user_assigned.is_some() && arc::detected(env) {
+            anyhow::bail!(
+                "{config_path} names the user-assigned identity {id}, but this is an Azure Arc machine (IDENTITY_ENDPOINT and IMDS_ENDPOINT are set) and Arc has only the machine's system-assigned identity: remove userAssignedIdentityID"
+            );
+        }
         return Ok(Identity::Managed { user_assigned });
     }
     if env("AZURE_FEDERATED_TOKEN_FILE").is_some_and(|v| !v.trim().is_empty())
@@ -341,6 +354,28 @@ pub async fn entra_token(
             Err(_) => anyhow::bail!(
                 "identity bindings: no token from {} within {:.1}s (check that the API server address is reachable from this node)",
                 config.describe(),
+                budget.as_secs_f64()
+            ),
+        };
+    }
+    if let Identity::Managed {
+        user_assigned: None,
+    } = identity
+        && arc::detected(&process_env)
+    {
+        let endpoint = process_env("IDENTITY_ENDPOINT").unwrap_or_default();
+        let resource = scope.strip_suffix("/.default").unwrap_or(scope);
+        let dir = arc::token_dir(&process_env);
+        return match tokio::time::timeout(
+            budget,
+            arc::token(http, endpoint.trim(), resource, &dir, deadline),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => anyhow::bail!(
+                "{}: no answer within {:.1}s (check that the Azure Connected Machine agent (himds) is running)",
+                context(),
                 budget.as_secs_f64()
             ),
         };

@@ -3,11 +3,12 @@
 //!
 //! One module per step of a request: [`config`] (`azure.json`), [`cloud`] (which Azure cloud),
 //! [`host`] (login servers and mirrors), [`identity`] (whose Entra token), [`ib`] (AKS identity
-//! bindings), [`transport`] (Azure SDK
+//! bindings), [`arc`] (Azure Arc managed identity), [`transport`] (Azure SDK
 //! calls over our HTTP client), [`exchange`] (the registry's challenge and token exchange) and
 //! [`provider`] (the request end to end). [`fuzz`] holds the bodies of the cargo-fuzz targets in
 //! `fuzz/` for the parsers of outside input.
 
+pub mod arc;
 pub mod cloud;
 pub mod config;
 pub mod exchange;
