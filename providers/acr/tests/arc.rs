@@ -330,3 +330,35 @@ fn a_rejected_key_is_one_line_naming_the_agent() {
         "one retry with the key, no more"
     );
 }
+
+/// At the highest verbosity, success or refusal, the key and the agent's token never reach
+/// stderr (the kit also scans every run for them), nor stdout.
+#[test]
+fn neither_key_nor_token_reaches_the_logs() {
+    if skip_unless_root("neither_key_nor_token_reaches_the_logs") {
+        return;
+    }
+    let agent = Agent::new();
+    agent.challenge(&agent.tokens().join("a.key"), ARC_KEY.as_bytes());
+    let out = agent
+        .plugin()
+        .args(["--v=10"])
+        .request(ApiVersion::V1, IMAGE);
+    out.accepted();
+    assert_no_secret(
+        &out.stderr(),
+        &[ARC_KEY, ARC_TOKEN, &agent.world.last_refresh()],
+    );
+    assert!(!out.stdout().contains(ARC_KEY) && !out.stdout().contains(ARC_TOKEN));
+    // Refused (not a .key file): the contents of the file named are not quoted.
+    let agent = Agent::new();
+    agent.challenge(&agent.tokens().join("a.pem"), ARC_KEY.as_bytes());
+    let out = agent
+        .plugin()
+        .args(["--v=10"])
+        .request(ApiVersion::V1, IMAGE);
+    // Many lines at --v=10: the failure is the exit code and an empty stdout.
+    assert_eq!(out.exec.exit_code, Some(1), "{}", out.stderr());
+    assert_eq!(out.stdout(), "");
+    assert_no_secret(&out.stderr(), &[ARC_KEY]);
+}

@@ -232,16 +232,17 @@ fn a_certificate_from_another_ca_is_refused_even_if_ssl_cert_file_trusts_it() {
     );
     ib.assert_only_the_endpoint_gave_a_token();
 
-    // The system store does not vouch for it either: the cluster CA in SSL_CERT_FILE, a CA file
-    // without it.
+    // The system store does not vouch for it either: the cluster CA in SSL_CERT_FILE (with the
+    // registry's, so the challenge still passes), a CA file without it.
     let other = TestCa::new();
+    let bundle = [ib.world.ca.ca_file(), ib.cluster_ca.ca_file()]
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .concat();
+    let bundle = ib.world.file("bundle.pem", &bundle);
     let out = ib
         .world
         .mi_plugin(MI_CONFIG)
-        .env(
-            "SSL_CERT_FILE",
-            ib.cluster_ca.ca_file().display().to_string(),
-        )
+        .env("SSL_CERT_FILE", bundle)
         .args([
             format!("--ib-sni-name={IB_SNI}"),
             format!("--ib-apiserver-ip={}", ib.endpoint.addr()),
@@ -448,4 +449,43 @@ fn bad_flag_combinations_exit_2_with_upstreams_words() {
         );
     }
     assert!(world.msi.requests().is_empty() && world.registry.requests().is_empty());
+}
+
+/// At the highest verbosity, on success and on failure, stderr carries neither the pod's token,
+/// the endpoint's access token nor the refresh token (the kit scans every run for every one of
+/// them); stdout carries the refresh token only as the password of the answer.
+#[test]
+fn no_token_reaches_stderr_at_any_verbosity() {
+    let ib = Ib::new();
+    let annotated = annotations(&[("kubernetes.azure.com/acr-client-id", "pod-client")]);
+    let out = ib.plugin(&["--v=10"]).request_with_token(
+        ApiVersion::V1,
+        IMAGE,
+        Some(SA_TOKEN),
+        &annotated,
+    );
+    let ok = out.accepted();
+    let refresh = ib.world.last_refresh();
+    assert!(!out.stderr().is_empty());
+    assert_no_secret(&out.stderr(), &[IB_TOKEN, &refresh]);
+    assert_eq!(ok.auth["myreg.azurecr.io"].1, refresh);
+    assert_eq!(out.stdout().matches(&refresh).count(), 1);
+    for secret in [SA_TOKEN, IB_TOKEN] {
+        assert!(!out.stdout().contains(secret));
+    }
+    // A failed exchange after the endpoint answered: the access token is in no line either.
+    ib.world.exchange_script.push(FakeResponse::new(
+        401,
+        r#"{"errors":[{"code":"UNAUTHORIZED"}]}"#,
+    ));
+    let out = ib.plugin(&["--v=10"]).request_with_token(
+        ApiVersion::V1,
+        IMAGE,
+        Some(SA_TOKEN),
+        &annotated,
+    );
+    // Many lines at --v=10: the failure is the exit code and an empty stdout.
+    assert_eq!(out.exec.exit_code, Some(1), "{}", out.stderr());
+    assert_eq!(out.stdout(), "");
+    assert_no_secret(&out.stderr(), &[IB_TOKEN]);
 }
