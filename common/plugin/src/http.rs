@@ -302,7 +302,7 @@ pub struct HttpClient {
 #[derive(Debug)]
 struct Clients {
     proxy: ProxyConfig,
-    /// Set by [`HttpClient::pinned`]: one host, one address, its own trust anchors, no proxy.
+    /// Set by [`HttpClient::pinned`]: one host, fixed addresses, its own trust anchors, no proxy.
     pin: Option<Pin>,
     connect_timeout: Duration,
     request_timeout: Duration,

@@ -73,7 +73,7 @@ impl Agent {
     }
 
     fn point_at(&self, path: &Path) {
-        *self.realm.lock().unwrap() = path.display().to_string();
+        *self.realm.lock().unwrap() = plugin_path(path);
     }
 
     fn plugin(&self) -> Plugin {
@@ -107,6 +107,17 @@ impl Agent {
                 .any(|(_, p)| p == "/oauth2/exchange")
         );
         line
+    }
+}
+
+/// A path as the plugin under test spells it: a Windows binary under wine sees the host's `/` as
+/// drive `Z:`, and only a path with a drive is absolute there.
+fn plugin_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    if kcp_testkit::windows_target() && text.starts_with('/') {
+        format!("Z:{}", text.replace('/', "\\"))
+    } else {
+        text
     }
 }
 
