@@ -13,7 +13,8 @@
 //! but a local process could answer on the endpoint's port in its place, so the file is read
 //! only when it is a regular `.key` file directly in the agent's token directory (symlinks are
 //! refused and the canonical path checked again), at most 4 KiB, and on Unix owned by root.
-//! Neither the key nor the token is ever logged.
+//! The endpoint must be a loopback address, so the key never leaves the machine. Neither the key
+//! nor the token is ever logged.
 //!
 //! Detected as azure_identity and MSAL do: `IDENTITY_ENDPOINT` and `IMDS_ENDPOINT` set, no
 //! `IDENTITY_HEADER` (that is App Service). Arc has no user-assigned identities.
@@ -81,6 +82,13 @@ pub async fn token(
 ) -> anyhow::Result<Secret> {
     let mut url = kcp_plugin::endpoint::parse_url(endpoint)
         .map_err(|e| anyhow::anyhow!("Azure Arc: IDENTITY_ENDPOINT is not a usable URL: {e}"))?;
+    // The key proves root access to this machine: it goes only to a local agent.
+    if !kcp_plugin::endpoint::is_loopback(&url) {
+        anyhow::bail!(
+            "Azure Arc: IDENTITY_ENDPOINT {} is not a local address; the Connected Machine agent listens on localhost (http://localhost:40342), and the machine's key is sent nowhere else",
+            describe(&url)
+        );
+    }
     url.query_pairs_mut()
         .append_pair("api-version", API_VERSION)
         .append_pair("resource", resource);

@@ -373,3 +373,31 @@ fn neither_key_nor_token_reaches_the_logs() {
     assert_eq!(out.stdout(), "");
     assert_no_secret(&out.stderr(), &[ARC_KEY]);
 }
+
+/// The key is only ever sent to a local agent: an `IDENTITY_ENDPOINT` elsewhere is refused
+/// before any request.
+#[test]
+fn a_non_local_endpoint_is_refused() {
+    let agent = Agent::new();
+    let line = agent
+        .plugin()
+        .env(
+            "IDENTITY_ENDPOINT",
+            "http://agent.example.com:40342/metadata/identity/oauth2/token",
+        )
+        .request(ApiVersion::V1, IMAGE)
+        .rejected();
+    assert!(
+        line.contains("Azure Arc: IDENTITY_ENDPOINT http://agent.example.com:40342/metadata/identity/oauth2/token is not a local address"),
+        "{line}"
+    );
+    assert!(agent.server.requests().is_empty());
+    assert!(
+        agent
+            .world
+            .proxy
+            .targets()
+            .iter()
+            .all(|t| !t.contains("agent.example.com"))
+    );
+}
