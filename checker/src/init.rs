@@ -183,6 +183,23 @@ pub struct InitArgs {
     /// ecr: the ExternalId sent with every --ecr-assume-role call.
     #[arg(long, value_name = "ID", value_parser = one_line("--ecr-assume-role-external-id"))]
     ecr_assume_role_external_id: Option<String>,
+    /// acr with --service-account on AKS: turn on identity bindings, naming the TLS name of the
+    /// cluster's identity-bindings endpoint (adds --ib-sni-name; the token audience becomes
+    /// api://AKSIdentityBinding, as AKS configures it).
+    #[arg(long, value_name = "NAME", value_parser = one_line("--acr-ib-sni-name"))]
+    acr_ib_sni_name: Option<String>,
+    /// acr identity bindings: the API server's address, IP or host name[:PORT] (--ib-apiserver-ip).
+    #[arg(long, value_name = "ADDRESS", value_parser = one_line("--acr-ib-apiserver-ip"))]
+    acr_ib_apiserver_ip: Option<String>,
+    /// acr identity bindings: the client ID for unannotated service accounts (--ib-default-client-id).
+    #[arg(long, value_name = "ID", value_parser = one_line("--acr-ib-default-client-id"))]
+    acr_ib_default_client_id: Option<String>,
+    /// acr identity bindings: the tenant for unannotated service accounts (--ib-default-tenant-id).
+    #[arg(long, value_name = "ID", value_parser = one_line("--acr-ib-default-tenant-id"))]
+    acr_ib_default_tenant_id: Option<String>,
+    /// acr identity bindings: the cluster CA, when not the platform's (--ib-ca-file).
+    #[arg(long, value_name = "FILE", value_parser = one_line("--acr-ib-ca-file"))]
+    acr_ib_ca_file: Option<String>,
     /// gcr with --service-account on GKE: the cluster's identity provider URL.
     #[arg(long, value_name = "URL", value_parser = one_line("--gcr-identity-provider"))]
     gcr_identity_provider: Option<String>,
@@ -482,6 +499,14 @@ const ACR_TOKEN: TokenDefaults = TokenDefaults {
         "kubernetes.azure.com/acr-tenant-id",
     ],
 };
+/// ACR with identity bindings, as AgentBaker writes it: its own audience, and only the client ID
+/// annotation (the endpoint takes no tenant).
+const ACR_IB_TOKEN: TokenDefaults = TokenDefaults {
+    audience: AudienceDefault::Fixed("api://AKSIdentityBinding"),
+    cache_type: "ServiceAccount",
+    require_service_account: false,
+    optional_keys: &["kubernetes.azure.com/acr-client-id"],
+};
 /// The ACR entry; AKS (AgentBaker) passes the same azure.json path.
 const ACR: ProviderDefaults = ProviderDefaults {
     match_images: ImagesDefault::Fixed(ACR_IMAGES),
@@ -639,6 +664,8 @@ struct Checked<'a> {
     mirrors: Vec<(&'a str, String)>,
     /// ecr's mirrors, as `mirrors`.
     ecr_mirrors: Vec<(&'a str, String)>,
+    /// acr's `--ib-*` args, when identity bindings are on.
+    identity_bindings: Vec<String>,
 }
 
 impl InitArgs {
@@ -748,6 +775,7 @@ impl InitArgs {
         } else if self.azure_config.is_some() || !self.acr_registry_mirror.is_empty() {
             return usage("--azure-config and --acr-registry-mirror apply only to --provider acr");
         }
+        let identity_bindings = self.check_identity_bindings(windows)?;
 
         let mut ecr_mirrors = Vec::new();
         if self.selected(ProviderKind::Ecr) {
@@ -799,7 +827,56 @@ impl InitArgs {
             static_registry,
             mirrors,
             ecr_mirrors,
+            identity_bindings,
         })
+    }
+
+    /// The `--acr-ib-*` options, checked as the provider checks its `--ib-*` flags (so a config
+    /// init prints never fails at the provider's start), as acr args.
+    fn check_identity_bindings(&self, windows: bool) -> Result<Vec<String>, InitError> {
+        let others = [
+            ("--ib-apiserver-ip", &self.acr_ib_apiserver_ip),
+            ("--ib-default-client-id", &self.acr_ib_default_client_id),
+            ("--ib-default-tenant-id", &self.acr_ib_default_tenant_id),
+            ("--ib-ca-file", &self.acr_ib_ca_file),
+        ];
+        let Some(sni) = &self.acr_ib_sni_name else {
+            if others.iter().any(|(_, v)| v.is_some()) {
+                return usage(
+                    "--acr-ib-* options need --acr-ib-sni-name (ib-sni-name must be set)",
+                );
+            }
+            return Ok(Vec::new());
+        };
+        if !(self.selected(ProviderKind::Acr) && self.service_account) {
+            return usage(
+                "--acr-ib-sni-name needs --provider acr and --service-account: identity bindings trade the pod's service-account token",
+            );
+        }
+        if sni.contains("://") || sni.is_empty() || sni.contains(['/', ':', ' ']) {
+            return usage(format!(
+                "--acr-ib-sni-name {sni:?}: give the host name only (it must not contain protocol prefix, port or path)"
+            ));
+        }
+        if self
+            .acr_ib_apiserver_ip
+            .as_deref()
+            .is_none_or(str::is_empty)
+        {
+            return usage(
+                "--acr-ib-sni-name needs --acr-ib-apiserver-ip (ib-apiserver-ip must be set): the API server's address",
+            );
+        }
+        if let Some(ca) = &self.acr_ib_ca_file {
+            absolute("--acr-ib-ca-file", ca, windows)?;
+        }
+        let mut args = vec![format!("--ib-sni-name={sni}")];
+        for (flag, value) in others {
+            if let Some(value) = value {
+                args.push(format!("{flag}={value}"));
+            }
+        }
+        Ok(args)
     }
 
     fn check_gcr(&self) -> Result<Option<GcrIdentity>, InitError> {
@@ -933,6 +1010,7 @@ impl InitArgs {
                     }
                 }
                 if p == ProviderKind::Acr {
+                    args.extend(checked.identity_bindings.iter().cloned());
                     for (value, source) in &checked.mirrors {
                         args.push(format!("--registry-mirror={value}"));
                         if !match_images.contains(source) {
@@ -956,7 +1034,14 @@ impl InitArgs {
                         value: value.to_owned(),
                     })
                     .collect();
-                let token_attributes = match &d.token {
+                // Identity bindings: AKS's own tokenAttributes (AgentBaker).
+                let token = match &d.token {
+                    Some(_) if p == ProviderKind::Acr && !checked.identity_bindings.is_empty() => {
+                        Some(&ACR_IB_TOKEN)
+                    }
+                    other => other.as_ref(),
+                };
+                let token_attributes = match token {
                     Some(t) if self.service_account => Some(TokenAttrs {
                         service_account_token_audience: match t.audience {
                             AudienceDefault::Fixed(a) => a.to_owned(),
@@ -1065,14 +1150,28 @@ fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String,
     }
 }
 
-/// Files a provider reads when a request arrives (not at kubelet start): acr's azure.json,
-/// static's password file.
+/// Files a provider reads when a request arrives (not at kubelet start): acr's azure.json (and
+/// the cluster CA with identity bindings), static's password file.
 fn runtime_files(doc: &Document) -> Vec<(String, &'static str)> {
     let mut files = Vec::new();
     for p in &doc.providers {
         if p.name == ProviderKind::Acr.binary() {
             if let Some(first) = p.args.first().filter(|a| !a.starts_with('-')) {
                 files.push((first.clone(), p.name));
+            }
+            // Identity bindings read the cluster CA (the provider's default unless named).
+            if p.args.iter().any(|a| a.starts_with("--ib-sni-name=")) {
+                let windows = p.args.first().is_some_and(|a| a.contains('\\'));
+                let ca = p
+                    .args
+                    .iter()
+                    .find_map(|a| a.strip_prefix("--ib-ca-file="))
+                    .unwrap_or(if windows {
+                        r"C:\k\ca.crt"
+                    } else {
+                        "/etc/kubernetes/certs/ca.crt"
+                    });
+                files.push((ca.to_owned(), p.name));
             }
         } else if p.name == ProviderKind::Static.binary() {
             for a in &p.args {

@@ -150,6 +150,33 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
             ]]),
         ),
         (
+            "aks-identity-bindings.yaml",
+            cat(&[&[
+                "--provider",
+                "acr",
+                "--platform",
+                "aks",
+                "--service-account",
+                "--acr-ib-sni-name",
+                "ib.mycluster-a1b2c3d4.hcp.eastus.azmk8s.io",
+                "--acr-ib-apiserver-ip",
+                "mycluster-a1b2c3d4.hcp.eastus.azmk8s.io",
+            ]]),
+        ),
+        (
+            "arc-kubeadm.yaml",
+            cat(&[&[
+                "--provider",
+                "acr",
+                "--platform",
+                "kubeadm",
+                "--env",
+                "acr=IDENTITY_ENDPOINT=http://localhost:40342/metadata/identity/oauth2/token",
+                "--env",
+                "acr=IMDS_ENDPOINT=http://localhost:40342",
+            ]]),
+        ),
+        (
             "aks-windows.yaml",
             cat(&[&["--provider", "acr", "--platform", "aks-windows"]]),
         ),
@@ -1014,6 +1041,14 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
             "--ecr-assume-role-external-id needs --ecr-assume-role",
         ),
         (
+            &["--provider", "acr", "--acr-ib-apiserver-ip", "10.0.0.1"],
+            "--acr-ib-* options need --acr-ib-sni-name (ib-sni-name must be set)",
+        ),
+        (
+            &["--provider", "acr", "--acr-ib-sni-name", "ib.example.com"],
+            "--acr-ib-sni-name needs --provider acr and --service-account",
+        ),
+        (
             &[
                 "--provider",
                 "acr",
@@ -1021,6 +1056,42 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "docker.io:123456789012.dkr.ecr.us-west-2.amazonaws.com",
             ],
             "--ecr-* options apply only to --provider ecr",
+        ),
+        (
+            &[
+                "--provider",
+                "acr",
+                "--service-account",
+                "--acr-ib-sni-name",
+                "ib.example.com",
+            ],
+            "--acr-ib-sni-name needs --acr-ib-apiserver-ip (ib-apiserver-ip must be set)",
+        ),
+        (
+            &[
+                "--provider",
+                "acr",
+                "--service-account",
+                "--acr-ib-sni-name",
+                "https://ib.example.com",
+                "--acr-ib-apiserver-ip",
+                "10.0.0.1",
+            ],
+            "must not contain protocol prefix",
+        ),
+        (
+            &[
+                "--provider",
+                "acr",
+                "--service-account",
+                "--acr-ib-sni-name",
+                "ib.example.com",
+                "--acr-ib-apiserver-ip",
+                "10.0.0.1",
+                "--acr-ib-ca-file",
+                "ca.crt",
+            ],
+            "--acr-ib-ca-file must be an absolute path",
         ),
         (
             &["--provider", "ecr", "--drop-in", "--platform", "k3s"],

@@ -143,6 +143,16 @@ const READY: &[Ready] = &[
         extra: &[],
     },
     Ready {
+        file: "aks-identity-bindings.yaml",
+        providers: &[(ACR, Family::Acr, true)],
+        extra: &[],
+    },
+    Ready {
+        file: "arc-kubeadm.yaml",
+        providers: &[(ACR, Family::Acr, false)],
+        extra: &[],
+    },
+    Ready {
         file: "aks-windows.yaml",
         providers: &[(ACR, Family::Acr, false)],
         extra: &[],

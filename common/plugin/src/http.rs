@@ -26,7 +26,7 @@
 //! and whether a server's `Retry-After` replaces the backoff; the loop itself is
 //! [`crate::retry::retry`] and the header is read by [`crate::retry::retry_after`].
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
@@ -302,6 +302,8 @@ pub struct HttpClient {
 #[derive(Debug)]
 struct Clients {
     proxy: ProxyConfig,
+    /// Set by [`HttpClient::pinned`]: one host, fixed addresses, its own trust anchors, no proxy.
+    pin: Option<Pin>,
     connect_timeout: Duration,
     request_timeout: Duration,
     /// One lazily built client per [`Kind`], indexed by `Kind as usize`.
@@ -339,6 +341,32 @@ impl HttpClient {
         Ok(HttpClient {
             inner: Arc::new(Clients {
                 proxy: proxy.clone(),
+                pin: None,
+                connect_timeout,
+                request_timeout,
+                clients: Default::default(),
+            }),
+        })
+    }
+
+    /// A client that only calls `pin.host`, connected to `pin.addrs` whatever DNS says, trusting
+    /// only `pin.trust`, and never through a proxy (the proxy variables are not read).
+    ///
+    /// For an in-cluster endpoint reached by address but verified by name, such as AKS's identity
+    /// bindings behind the API server's address: a proxy could not reach it, and the system's
+    /// public CAs must not vouch for it.
+    pub fn pinned(
+        pin: Pin,
+        connect_timeout: Duration,
+        request_timeout: Duration,
+    ) -> Result<Self, HttpError> {
+        install_crypto_provider();
+        #[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
+        pin_static_host_lookup();
+        Ok(HttpClient {
+            inner: Arc::new(Clients {
+                proxy: ProxyConfig::default(),
+                pin: Some(pin),
                 connect_timeout,
                 request_timeout,
                 clients: Default::default(),
@@ -387,6 +415,15 @@ impl HttpClient {
         deadline: Deadline,
     ) -> Result<HttpResponse, HttpError> {
         let host = url.host_str().unwrap_or("").to_owned();
+        if let Some(pin) = &self.inner.pin
+            && (!host.eq_ignore_ascii_case(&pin.host) || url.scheme() != "https")
+        {
+            return Err(HttpError::Setup(format!(
+                "this client only calls https://{}, not {}",
+                pin.host,
+                describe(url)
+            )));
+        }
         let mut timeout = deadline.cap(self.inner.request_timeout);
         if timeout < self.inner.request_timeout {
             timeout = timeout.saturating_sub(DEADLINE_SLACK);
@@ -459,7 +496,13 @@ impl Clients {
             })?;
             builder = builder.proxy(parsed.no_proxy(no_proxy));
         }
-        if kind != Kind::Plain {
+        if let Some(pin) = &self.pin {
+            // The URL's port, when it names one, replaces the pinned address's port.
+            builder = builder.resolve_to_addrs(&pin.host, &pin.addrs);
+            let config =
+                crate::tls::client_config_for(pin.trust.clone()).map_err(|e| e.to_string())?;
+            builder = builder.tls_backend_preconfigured(config);
+        } else if kind != Kind::Plain {
             // Our trust store (fast PEM loading, SSL_CERT_FILE/SSL_CERT_DIR) instead of the
             // platform verifier, which costs ~4 ms of CPU per process to parse the same bundle.
             let config = crate::tls::client_config().map_err(|e| e.to_string())?;
@@ -471,6 +514,17 @@ impl Clients {
         }
         builder.build().map_err(|e| crate::logging::error_chain(&e))
     }
+}
+
+/// Where a [`HttpClient::pinned`] client goes and whom it trusts.
+#[derive(Debug, Clone)]
+pub struct Pin {
+    /// The only host called: the URL host, the TLS server name (SNI) and the certificate name.
+    pub host: String,
+    /// The addresses connected to (in order) instead of resolving `host`.
+    pub addrs: Vec<SocketAddr>,
+    /// The only anchors the server's certificate may chain to.
+    pub trust: Arc<crate::tls::TrustStore>,
 }
 
 /// A request to send, possibly more than once.

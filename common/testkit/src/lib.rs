@@ -418,4 +418,5 @@ pub mod fuzz_bodies;
 pub mod fuzz_smoke;
 pub mod proxy;
 pub mod secrets;
+pub mod sni;
 pub mod tls;

@@ -1,6 +1,7 @@
 //! A standalone demo of `acr-credential-provider` against local fakes: Entra ID and a registry
 //! over TLS (test CA via `SSL_CERT_FILE`), `myreg.azurecr.io` reached through a local CONNECT
-//! proxy (`HTTPS_PROXY`), an App Service managed-identity endpoint (`IDENTITY_ENDPOINT`).
+//! proxy (`HTTPS_PROXY`), an App Service managed-identity endpoint (`IDENTITY_ENDPOINT`), and an
+//! AKS identity-bindings endpoint reached by address under its own cluster CA (`--ib-*`).
 //!
 //! ```text
 //! cargo build -p acr-credential-provider --examples --bins
@@ -162,6 +163,42 @@ fn main() {
             &annotations,
         ),
     );
+    // AKS identity bindings: the endpoint sits behind an address, with a certificate from its own
+    // cluster CA (not the one in SSL_CERT_FILE), and is never reached through HTTPS_PROXY.
+    let cluster_ca = kcp_testkit::tls::TestCa::new();
+    let ib = kcp_testkit::sni::SniFakeServer::start(&cluster_ca, &["ib.cluster.example"], |_| {
+        kcp_testkit::fake::FakeResponse::json(
+            r#"{"access_token":"ib-access-token-demo","expires_in":3600}"#,
+        )
+    });
+    let ib_args = [
+        "--ib-sni-name=ib.cluster.example".to_owned(),
+        format!("--ib-apiserver-ip={}", ib.addr()),
+        format!("--ib-ca-file={}", cluster_ca.ca_file().display()),
+    ];
+    let ib_args: Vec<&str> = ib_args.iter().map(String::as_str).collect();
+    run(
+        &world,
+        "identity bindings: the pod token traded at the cluster's endpoint, then exchanged",
+        r#"{"tenantId":"tenant-1","useManagedIdentityExtension":true}"#,
+        &ib_args,
+        &mi_env,
+        &encode_request(
+            ApiVersion::V1,
+            "myreg.azurecr.io/app",
+            Some(SA_TOKEN),
+            &fields(&[("kubernetes.azure.com/acr-client-id", "pod-client")]),
+        ),
+    );
+    for r in ib.requests() {
+        println!(
+            "ib       {} {} (host {}, SNI {:?})",
+            r.method,
+            r.target,
+            r.header("host").unwrap_or(""),
+            ib.server_names()
+        );
+    }
     run(
         &world,
         "look-alike host: refused, nothing sent",

@@ -13,7 +13,8 @@
 //!    `AZURE_TENANT_ID`, `AZURE_FEDERATED_TOKEN_FILE`), as upstream did before v1.31.
 //! 3. `useManagedIdentityExtension: true`: managed identity, system-assigned or the
 //!    `userAssignedIdentityID` (an ARM resource ID when it contains `/subscriptions/`, else a client
-//!    ID). The source is the VM's IMDS, or App Service's `IDENTITY_ENDPOINT`/`IDENTITY_HEADER`.
+//!    ID). The source is the VM's IMDS, App Service's `IDENTITY_ENDPOINT`/`IDENTITY_HEADER`, or
+//!    the Azure Arc agent's `IDENTITY_ENDPOINT` with `IMDS_ENDPOINT` (`arc.rs`; system-assigned only).
 //! 4. `AZURE_FEDERATED_TOKEN_FILE` in the environment: workload identity.
 //! 5. `aadClientId` + `aadClientSecret`: the service principal, through the exchange (or the raw
 //!    secret with `--service-principal-passthrough`, decided by the caller).
@@ -43,8 +44,10 @@ use kcp_kubelet::Secret;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::{HttpClient, HttpError};
 
+use crate::arc;
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
+use crate::ib::{self, IbConfig};
 use crate::transport::AzureTransport;
 
 /// SA annotation naming the Entra application (client) ID to federate as.
@@ -77,6 +80,17 @@ pub enum Identity {
         client_id: String,
         /// The secret.
         secret: Secret,
+    },
+    /// The pod's service-account token traded at AKS's identity-bindings endpoint (`ib.rs`).
+    IdentityBinding {
+        /// Client ID, from the annotation or `--ib-default-client-id`.
+        client_id: String,
+        /// Tenant, from the annotation or `--ib-default-tenant-id` (reserved, never sent).
+        tenant: Option<String>,
+        /// The pod's token; never logged.
+        token: Secret,
+        /// Where the endpoint is and whom to trust.
+        config: Box<IbConfig>,
     },
     /// The pod's service-account token as a client assertion (KEP-4412).
     ServiceAccount {
@@ -129,6 +143,12 @@ impl Identity {
             } => format!(
                 "service-account token federated as client ID {client_id} in tenant {tenant}"
             ),
+            Identity::IdentityBinding {
+                client_id, config, ..
+            } => format!(
+                "identity binding for client ID {client_id} via {}",
+                config.describe()
+            ),
         }
     }
 
@@ -144,13 +164,19 @@ impl Identity {
 }
 
 fn mi_source() -> &'static str {
-    if std::env::var_os("IDENTITY_ENDPOINT").is_some()
+    if arc::detected(&process_env) {
+        "Azure Arc agent endpoint from IDENTITY_ENDPOINT"
+    } else if std::env::var_os("IDENTITY_ENDPOINT").is_some()
         && std::env::var_os("IDENTITY_HEADER").is_some()
     {
         "App Service endpoint from IDENTITY_ENDPOINT"
     } else {
         "instance metadata service 169.254.169.254"
     }
+}
+
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The node's own identity from the config and environment (rules 2–5 of the module docs).
@@ -208,6 +234,11 @@ pub fn node_identity(
         } else {
             Some(UserAssigned::ClientId(id.to_owned()))
         };
+        if user_assigned.is_some() && arc::detected(env) {
+            anyhow::bail!(
+                "{config_path} names the user-assigned identity {id}, but this is an Azure Arc machine (IDENTITY_ENDPOINT and IMDS_ENDPOINT are set) and Arc has only the machine's system-assigned identity: remove userAssignedIdentityID"
+            );
+        }
         return Ok(Identity::Managed { user_assigned });
     }
     if env("AZURE_FEDERATED_TOKEN_FILE").is_some_and(|v| !v.trim().is_empty())
@@ -306,6 +337,49 @@ pub async fn entra_token(
             }
         )
     };
+    if let Identity::IdentityBinding {
+        client_id,
+        token,
+        config,
+        ..
+    } = identity
+    {
+        return match tokio::time::timeout(
+            budget,
+            ib::token(config, client_id, token, scope, deadline),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => anyhow::bail!(
+                "identity bindings: no token from {} within {:.1}s (check that the API server address is reachable from this node)",
+                config.describe(),
+                budget.as_secs_f64()
+            ),
+        };
+    }
+    if let Identity::Managed {
+        user_assigned: None,
+    } = identity
+        && arc::detected(&process_env)
+    {
+        let endpoint = process_env("IDENTITY_ENDPOINT").unwrap_or_default();
+        let resource = scope.strip_suffix("/.default").unwrap_or(scope);
+        let dir = arc::token_dir(&process_env);
+        return match tokio::time::timeout(
+            budget,
+            arc::token(http, endpoint.trim(), resource, &dir, deadline),
+        )
+        .await
+        {
+            Ok(result) => result,
+            Err(_) => anyhow::bail!(
+                "{}: no answer within {:.1}s (check that the Azure Connected Machine agent (himds) is running)",
+                context(),
+                budget.as_secs_f64()
+            ),
+        };
+    }
     let transport = AzureTransport::new(http.clone(), deadline);
     let credential = build(identity, cloud, transport, budget)
         .map_err(|e| anyhow::anyhow!("{}: {}", context(), one_line(&e)))?;
@@ -398,6 +472,12 @@ fn build(
             azure_core::credentials::Secret::new(secret.expose().to_owned()),
             Some(ClientSecretCredentialOptions { client_options }),
         )?,
+        Identity::IdentityBinding { .. } => {
+            return Err(azure_core::Error::with_message(
+                azure_core::error::ErrorKind::Credential,
+                "identity bindings have their own token request (ib.rs)",
+            ));
+        }
         Identity::ServiceAccount {
             tenant,
             client_id,

@@ -2,15 +2,18 @@
 //! Container Registry (the binary, `src/main.rs`, is its command line).
 //!
 //! One module per step of a request: [`config`] (`azure.json`), [`cloud`] (which Azure cloud),
-//! [`host`] (login servers and mirrors), [`identity`] (whose Entra token), [`transport`] (Azure SDK
+//! [`host`] (login servers and mirrors), [`identity`] (whose Entra token), [`ib`] (AKS identity
+//! bindings), [`arc`] (Azure Arc managed identity), [`transport`] (Azure SDK
 //! calls over our HTTP client), [`exchange`] (the registry's challenge and token exchange) and
 //! [`provider`] (the request end to end). [`fuzz`] holds the bodies of the cargo-fuzz targets in
 //! `fuzz/` for the parsers of outside input.
 
+pub mod arc;
 pub mod cloud;
 pub mod config;
 pub mod exchange;
 pub mod host;
+pub mod ib;
 pub mod identity;
 pub mod provider;
 pub mod transport;

@@ -6,7 +6,8 @@
 //! weak points: login servers matched by whole DNS labels, the challenge realm checked before an
 //! Entra token leaves the node, service principals exchanged instead of handing their secret to
 //! the runtime, service-account tokens honoured on every node, workload identity, bounded retries
-//! inside one deadline, `cacheDuration` from the refresh token's expiry.
+//! inside one deadline, `cacheDuration` from the refresh token's expiry. AKS identity bindings
+//! (`--ib-*`) and Azure Arc's managed identity are supported too.
 //!
 //! The command line lives here; everything else is the `acr_credential_provider` library.
 
@@ -16,6 +17,7 @@ use std::process::ExitCode;
 
 use acr_credential_provider::config::AzureConfig;
 use acr_credential_provider::host;
+use acr_credential_provider::ib::{IbConfig, IbFlags};
 use acr_credential_provider::provider::AcrProvider;
 use clap::Parser;
 use kcp_plugin::runner::usage_error;
@@ -50,15 +52,24 @@ struct Cli {
     #[arg(long, value_name = "SCOPE")]
     token_scope: Option<String>,
 
-    /// AKS identity bindings (accepted for compatibility; not supported).
-    #[arg(long, hide = true)]
+    /// AKS identity bindings: the TLS name of the cluster's identity-bindings endpoint. Turns
+    /// them on: pods' service-account tokens are traded there for Entra tokens.
+    #[arg(long, value_name = "NAME")]
     ib_sni_name: Option<String>,
-    #[arg(long, hide = true)]
-    ib_default_client_id: Option<String>,
-    #[arg(long, hide = true)]
-    ib_default_tenant_id: Option<String>,
-    #[arg(long, hide = true)]
+    /// Identity bindings: the API server's address (IP or host name, optionally :PORT; default port 443).
+    #[arg(long, value_name = "ADDRESS")]
     ib_apiserver_ip: Option<String>,
+    /// Identity bindings: the client ID for service accounts without the
+    /// kubernetes.azure.com/acr-client-id annotation.
+    #[arg(long, value_name = "CLIENT_ID")]
+    ib_default_client_id: Option<String>,
+    /// Identity bindings: the tenant for service accounts without the
+    /// kubernetes.azure.com/acr-tenant-id annotation (reserved).
+    #[arg(long, value_name = "TENANT_ID")]
+    ib_default_tenant_id: Option<String>,
+    /// Identity bindings: the only CA trusted for the endpoint [default: /etc/kubernetes/certs/ca.crt; C:\k\ca.crt on Windows].
+    #[arg(long, value_name = "FILE")]
+    ib_ca_file: Option<PathBuf>,
 
     /// klog flags upstream accepts (ignored).
     #[arg(long, hide = true)]
@@ -117,18 +128,23 @@ fn main() -> ExitCode {
     for warning in warnings {
         tracing::warn!("{warning}");
     }
-    if cli.ib_sni_name.is_some() {
-        tracing::info!(
-            "--ib-* identity-binding flags are accepted but not supported; service-account tokens with an acr-client-id annotation will be refused"
-        );
-    }
+    let identity_bindings = match IbConfig::from_flags(&IbFlags {
+        sni_name: cli.ib_sni_name.as_deref(),
+        apiserver: cli.ib_apiserver_ip.as_deref(),
+        default_client_id: cli.ib_default_client_id.as_deref(),
+        default_tenant_id: cli.ib_default_tenant_id.as_deref(),
+        ca_file: cli.ib_ca_file.as_deref(),
+    }) {
+        Ok(config) => config,
+        Err(e) => return usage_error(&e),
+    };
     let provider = AcrProvider {
         config_path,
         config,
         mirrors,
         sp_passthrough: cli.service_principal_passthrough,
         token_scope: cli.token_scope.filter(|s| !s.trim().is_empty()),
-        identity_bindings: cli.ib_sni_name.is_some_and(|s| !s.trim().is_empty()),
+        identity_bindings,
         token_cache: settings.token_cache.clone(),
     };
     kcp_plugin::runner::run(&settings, async |request, deadline| {

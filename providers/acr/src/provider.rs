@@ -15,6 +15,7 @@ use crate::cloud::{ACR_SCOPE, Cloud};
 use crate::config::AzureConfig;
 use crate::exchange;
 use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes};
+use crate::ib::{self, IbConfig};
 use crate::identity::{self, Identity};
 
 /// The user name that tells ACR the password is a refresh token.
@@ -46,8 +47,8 @@ pub struct AcrProvider {
     pub sp_passthrough: bool,
     /// An Entra scope other than [`ACR_SCOPE`].
     pub token_scope: Option<String>,
-    /// `--ib-sni-name` was given (AKS identity bindings, not implemented).
-    pub identity_bindings: bool,
+    /// AKS identity bindings (`--ib-*`), when configured.
+    pub identity_bindings: Option<IbConfig>,
     /// The on-disk token cache, when turned on.
     pub token_cache: Option<TokenCache>,
 }
@@ -93,6 +94,8 @@ impl AcrProvider {
                 );
             }
             None
+        } else if let Some(ib_config) = &self.identity_bindings {
+            Some(binding_identity(request, ib_config)?)
         } else {
             identity::service_account_identity(
                 request.service_account_token.as_ref(),
@@ -100,13 +103,6 @@ impl AcrProvider {
                 &config.tenant_id,
             )?
         };
-        if sa_identity.is_some() && self.identity_bindings {
-            anyhow::bail!(
-                "AKS identity bindings (--ib-sni-name) are not supported by this acr-credential-provider; \
-                 remove the --ib-* flags to federate the service-account token directly with Entra ID \
-                 (tokenAttributes.serviceAccountTokenAudience api://AzureADTokenExchange), or use the upstream plugin"
-            );
-        }
         let identity = match sa_identity {
             Some(identity) => identity,
             None => identity::node_identity(config, &config_path, &env)?,
@@ -158,6 +154,42 @@ impl AcrProvider {
     }
 }
 
+/// The identity-bindings identity of a request: as upstream, every image that is not mirrored
+/// needs the pod's service-account token (static pods have none, and fail), and a client ID from
+/// the service account's annotation or `--ib-default-client-id`.
+fn binding_identity(
+    request: &CredentialProviderRequest,
+    config: &IbConfig,
+) -> anyhow::Result<Identity> {
+    let Some(token) = &request.service_account_token else {
+        anyhow::bail!(
+            "identity bindings (--ib-sni-name) are configured but the request has no service-account token: \
+             service account token not found in request; the kubelet sends one when the CredentialProviderConfig \
+             has tokenAttributes (serviceAccountTokenAudience api://AKSIdentityBinding) and the pod runs as a service account \
+             (static pods have none)"
+        );
+    };
+    let annotations = &request.service_account_annotations;
+    let client_id = ib::client_id(
+        annotations
+            .get(identity::CLIENT_ID_ANNOTATION)
+            .map(String::as_str),
+        config,
+    )?;
+    let tenant = ib::tenant_id(
+        annotations
+            .get(identity::TENANT_ID_ANNOTATION)
+            .map(String::as_str),
+        config,
+    );
+    Ok(Identity::IdentityBinding {
+        client_id,
+        tenant,
+        token: token.clone(),
+        config: Box::new(config.clone()),
+    })
+}
+
 /// Where Entra and managed-identity endpoints can be redirected: part of who a token is for.
 const ENDPOINT_ENV: &[&str] = &[
     "AZURE_AUTHORITY_HOST",
@@ -187,7 +219,9 @@ fn cache_key(
         .identity("config", config_path)
         .identity_env(ENDPOINT_ENV);
     match identity {
-        Identity::ServiceAccount { token, .. } => key.service_account(token),
+        Identity::ServiceAccount { token, .. } | Identity::IdentityBinding { token, .. } => {
+            key.service_account(token)
+        }
         _ => Some(key),
     }
 }

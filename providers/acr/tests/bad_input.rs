@@ -111,6 +111,63 @@ fn refuses_a_broken_cloud_config_and_its_own_bad_flags() {
             2,
             "invalid value 'banana' for '--service-principal-passthrough".into(),
         ),
+        (
+            "--ib-sni-name without --ib-apiserver-ip",
+            world
+                .plugin(SP_CONFIG)
+                .args(["--ib-sni-name=ib.example.com"]),
+            2,
+            "identity bindings: ib-apiserver-ip must be set".into(),
+        ),
+        (
+            "--ib-apiserver-ip without --ib-sni-name",
+            world.plugin(SP_CONFIG).args(["--ib-apiserver-ip=10.0.0.1"]),
+            2,
+            "identity bindings: ib-sni-name must be set".into(),
+        ),
+        (
+            "--ib-default-client-id without --ib-sni-name",
+            world.plugin(SP_CONFIG).args(["--ib-default-client-id=c"]),
+            2,
+            "identity bindings: ib-sni-name must be set".into(),
+        ),
+        (
+            "--ib-sni-name with a scheme",
+            world.plugin(SP_CONFIG).args([
+                "--ib-sni-name=https://ib.example.com",
+                "--ib-apiserver-ip=10.0.0.1",
+            ]),
+            2,
+            "must not contain protocol prefix".into(),
+        ),
+        (
+            "--ib-sni-name with a path",
+            world.plugin(SP_CONFIG).args([
+                "--ib-sni-name=ib.example.com/x",
+                "--ib-apiserver-ip=10.0.0.1",
+            ]),
+            2,
+            r#"ib-sni-name "ib.example.com/x" is not a host name"#.into(),
+        ),
+        (
+            "--ib-apiserver-ip not an address",
+            world.plugin(SP_CONFIG).args([
+                "--ib-sni-name=ib.example.com",
+                "--ib-apiserver-ip=999.999.999.999",
+            ]),
+            2,
+            "must be a valid IP address or resolvable FQDN".into(),
+        ),
+        (
+            "--ib-apiserver-ip twice",
+            world.plugin(SP_CONFIG).args([
+                "--ib-sni-name=ib.example.com",
+                "--ib-apiserver-ip=10.0.0.1",
+                "--ib-apiserver-ip=10.0.0.2",
+            ]),
+            2,
+            "'--ib-apiserver-ip <ADDRESS>' cannot be used multiple times".into(),
+        ),
     ];
     for (name, p, code, want) in cases {
         let out = p.request(ApiVersion::V1, IMAGE);

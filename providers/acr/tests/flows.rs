@@ -12,48 +12,6 @@ use support::*;
 const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id","aadClientId":"msi","aadClientSecret":"msi"}"#;
 const SP_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","aadClientId":"sp-client-id","aadClientSecret":"sp-client-secret-Yy93"}"#;
 
-/// What the registry must have received for one successful exchange.
-fn assert_exchange(world: &World, host: &str, access_token: &str, tenant: Option<&str>) {
-    let requests = world.registry.requests();
-    let calls: Vec<(String, String)> = requests
-        .iter()
-        .map(|r| (r.method.clone(), r.path().to_owned()))
-        .collect();
-    assert_eq!(
-        calls,
-        vec![
-            ("GET".into(), "/v2/".into()),
-            ("POST".into(), "/oauth2/exchange".into())
-        ],
-        "registry calls"
-    );
-    assert_eq!(requests[0].header("host"), Some(host));
-    assert!(
-        requests[0].header("authorization").is_none(),
-        "the challenge carries no credential"
-    );
-    let post = &requests[1];
-    assert_eq!(post.header("host"), Some(host));
-    assert_eq!(
-        post.header("content-type"),
-        Some("application/x-www-form-urlencoded")
-    );
-    let mut want = fields(&[
-        ("grant_type", "access_token"),
-        ("service", host),
-        ("access_token", access_token),
-    ]);
-    if let Some(t) = tenant {
-        want.insert("tenant".into(), t.into());
-    }
-    assert_eq!(form(post), want, "exchange form");
-    assert!(
-        world.proxy.targets().contains(&format!("{host}:443")),
-        "the registry is reached through HTTPS_PROXY: {:?}",
-        world.proxy.targets()
-    );
-}
-
 #[test]
 fn managed_identity_answers_every_api_version_exactly() {
     for v in ApiVersion::ALL {
@@ -329,29 +287,7 @@ fn an_empty_client_annotation_is_an_error_naming_it() {
     assert_no_secret(&line, &[]);
 }
 
-#[test]
-fn identity_bindings_flags_are_refused_for_service_account_tokens() {
-    let world = World::new();
-    let plugin = world
-        .mi_plugin(MI_CONFIG)
-        .args(["--ib-sni-name=ib.example.com", "--ib-apiserver-ip=10.0.0.1"]);
-    let line = plugin
-        .request_with_token(
-            ApiVersion::V1,
-            "myreg.azurecr.io/app",
-            Some(SA_TOKEN),
-            &sa_annotations(),
-        )
-        .rejected();
-    assert!(
-        line.contains("identity bindings (--ib-sni-name) are not supported"),
-        "{line}"
-    );
-    // Without a token (static pods) the node identity still works.
-    plugin
-        .request(ApiVersion::V1, "myreg.azurecr.io/app")
-        .accepted();
-}
+// Identity bindings (`--ib-*`): tests/identity_bindings.rs.
 
 #[test]
 fn mirrors_answer_for_the_login_server_and_the_source_with_the_node_identity() {

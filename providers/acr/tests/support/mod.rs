@@ -296,6 +296,48 @@ impl World {
     }
 }
 
+/// What the registry must have received for one successful exchange.
+pub fn assert_exchange(world: &World, host: &str, access_token: &str, tenant: Option<&str>) {
+    let requests = world.registry.requests();
+    let calls: Vec<(String, String)> = requests
+        .iter()
+        .map(|r| (r.method.clone(), r.path().to_owned()))
+        .collect();
+    assert_eq!(
+        calls,
+        vec![
+            ("GET".into(), "/v2/".into()),
+            ("POST".into(), "/oauth2/exchange".into())
+        ],
+        "registry calls"
+    );
+    assert_eq!(requests[0].header("host"), Some(host));
+    assert!(
+        requests[0].header("authorization").is_none(),
+        "the challenge carries no credential"
+    );
+    let post = &requests[1];
+    assert_eq!(post.header("host"), Some(host));
+    assert_eq!(
+        post.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    let mut want = fields(&[
+        ("grant_type", "access_token"),
+        ("service", host),
+        ("access_token", access_token),
+    ]);
+    if let Some(t) = tenant {
+        want.insert("tenant".into(), t.into());
+    }
+    assert_eq!(form(post), want, "exchange form");
+    assert!(
+        world.proxy.targets().contains(&format!("{host}:443")),
+        "the registry is reached through HTTPS_PROXY: {:?}",
+        world.proxy.targets()
+    );
+}
+
 pub fn assert_no_secret(text: &str, extra: &[&str]) {
     for secret in SECRETS.iter().chain(extra) {
         assert!(!secret.is_empty());
