@@ -87,35 +87,61 @@ impl Cloud {
         http: &HttpClient,
         deadline: Deadline,
     ) -> anyhow::Result<Cloud> {
-        let mut cloud = Cloud::named(name).unwrap_or_else(|| {
-            // Upstream falls back to the public cloud for unknown names (AzureStackCloud
-            // included, which then relies on the environment file).
-            if !name.eq_ignore_ascii_case("AzureStackCloud") {
-                tracing::warn!(
-                    cloud = name,
-                    "unknown cloud name in the config; using AzurePublicCloud"
-                );
-            }
-            Cloud::public()
-        });
+        warn_if_unknown(name);
+        let mut cloud = Cloud::named_or_public(name);
         let endpoint = resource_manager_endpoint.trim();
         if !endpoint.is_empty() {
             cloud = from_arm_metadata(endpoint, &cloud, http, deadline).await?;
         }
+        cloud.with_environment(env)
+    }
+
+    /// [`Self::resolve`] without the network, for answering from the token cache: `None` when
+    /// the config names a `resourceManagerEndpoint` (its metadata must be fetched) or the result
+    /// is an error ([`Self::resolve`] then reports it). Logs nothing.
+    pub fn resolve_offline(
+        name: &str,
+        resource_manager_endpoint: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<Cloud> {
+        if !resource_manager_endpoint.trim().is_empty() {
+            return None;
+        }
+        Cloud::named_or_public(name).with_environment(env).ok()
+    }
+
+    /// A well-known cloud by name; upstream falls back to the public cloud for unknown names
+    /// (AzureStackCloud included, which then relies on the environment file).
+    fn named_or_public(name: &str) -> Cloud {
+        Cloud::named(name).unwrap_or_else(Cloud::public)
+    }
+
+    /// The environment file and authority host applied, the authority checked.
+    fn with_environment(mut self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Cloud> {
         if let Some(path) = env(ENVIRONMENT_FILE_ENV).filter(|p| !p.trim().is_empty()) {
-            cloud = apply_environment_file(cloud, &path)?;
+            self = apply_environment_file(self, &path)?;
         }
         if let Some(host) = env(AUTHORITY_HOST_ENV).filter(|h| !h.trim().is_empty()) {
-            cloud.authority_host = host.trim().to_owned();
+            self.authority_host = host.trim().to_owned();
         }
-        if !cloud.authority_host.starts_with("https://") {
+        if !self.authority_host.starts_with("https://") {
             anyhow::bail!(
                 "the Entra authority {} (cloud {}) is not https; Entra ID is only reached over https (check {AUTHORITY_HOST_ENV}, {ENVIRONMENT_FILE_ENV} and resourceManagerEndpoint)",
-                cloud.authority_host,
-                cloud.name
+                self.authority_host,
+                self.name
             );
         }
-        Ok(cloud)
+        Ok(self)
+    }
+}
+
+/// The warning for a cloud name the provider does not know (it then uses the public cloud).
+pub fn warn_if_unknown(name: &str) {
+    if Cloud::named(name).is_none() && !name.eq_ignore_ascii_case("AzureStackCloud") {
+        tracing::warn!(
+            cloud = name,
+            "unknown cloud name in the config; using AzurePublicCloud"
+        );
     }
 }
 

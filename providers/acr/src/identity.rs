@@ -277,10 +277,8 @@ pub fn service_account_identity(
     let Some(token) = token else {
         return Ok(None);
     };
+    // No annotation: the node's identity (the provider's plan log says so).
     let Some(client_id) = annotations.get(CLIENT_ID_ANNOTATION) else {
-        tracing::info!(
-            "the request has a service-account token but no {CLIENT_ID_ANNOTATION} annotation; using the node's identity"
-        );
         return Ok(None);
     };
     let client_id = client_id.trim();

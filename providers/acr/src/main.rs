@@ -147,9 +147,11 @@ fn main() -> ExitCode {
         identity_bindings,
         token_cache: settings.token_cache.clone(),
     };
-    kcp_plugin::runner::run(&settings, async |request, deadline| {
-        provider.credentials(request, deadline).await
-    })
+    kcp_plugin::runner::run_cached(
+        &settings,
+        |request| provider.from_cache(request),
+        async |request, deadline| provider.credentials(request, deadline).await,
+    )
 }
 
 #[cfg(test)]

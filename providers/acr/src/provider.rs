@@ -14,7 +14,7 @@ use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 use crate::cloud::{ACR_SCOPE, Cloud};
 use crate::config::AzureConfig;
 use crate::exchange;
-use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes};
+use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes, Target};
 use crate::ib::{self, IbConfig};
 use crate::identity::{self, Identity};
 
@@ -53,6 +53,16 @@ pub struct AcrProvider {
     pub token_cache: Option<TokenCache>,
 }
 
+/// What a request needs once its cloud is known, decided without any network: the login server
+/// (after mirrors), the identity, and the cache key. Shared by the cache look before any async
+/// runtime exists ([`AcrProvider::from_cache`]) and the fetch.
+struct Plan {
+    suffixes: Suffixes,
+    target: Target,
+    identity: Identity,
+    key: Option<CacheKey>,
+}
+
 impl AcrProvider {
     /// Fetches ACR credentials for `request`.
     pub async fn credentials(
@@ -61,7 +71,6 @@ impl AcrProvider {
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
         let config = &self.config;
-        let config_path = self.config_path.display().to_string();
         let env = |name: &str| std::env::var(name).ok();
         // One client for every call of the run; its connections and trust store are set up on
         // first use, so the passthrough answer loads no certificates.
@@ -74,45 +83,15 @@ impl AcrProvider {
             deadline,
         )
         .await?;
-        let suffixes = Suffixes::new([cloud.acr_suffix.as_str()]);
-        let image = &request.image_ref;
-        let target = host::resolve(
-            image.registry(),
-            image.host(),
-            image.port().is_some(),
-            &self.mirrors,
-            &suffixes,
-        )?;
-        tracing::info!(login_server = %target.login.host, mirrored_from = ?target.mirrored_from, cloud = %cloud.name, "ACR login server");
+        let Plan {
+            suffixes,
+            target,
+            identity,
+            key,
+        } = self.plan(request, &cloud)?;
+        log_plan(self, request, &target, &cloud);
 
-        // A mirrored image is pulled with the node's identity, as upstream (#9841): the pod's
-        // federated identity is scoped to the registries it names, not to a mirror's source.
-        let sa_identity = if target.mirrored_from.is_some() {
-            if request.service_account_token.is_some() {
-                tracing::info!(
-                    "mirrored image: the service-account token is not used; pulling with the node's identity"
-                );
-            }
-            None
-        } else if let Some(ib_config) = &self.identity_bindings {
-            Some(binding_identity(request, ib_config)?)
-        } else {
-            identity::service_account_identity(
-                request.service_account_token.as_ref(),
-                &request.service_account_annotations,
-                &config.tenant_id,
-            )?
-        };
-        let identity = match sa_identity {
-            Some(identity) => identity,
-            None => identity::node_identity(config, &config_path, &env)?,
-        };
-
-        if let Identity::ServicePrincipal {
-            client_id, secret, ..
-        } = &identity
-            && self.sp_passthrough
-        {
+        if let Some((client_id, secret)) = self.passthrough_of(&identity) {
             tracing::info!(
                 client_id,
                 "service-principal passthrough: answering with the client ID and secret"
@@ -120,8 +99,7 @@ impl AcrProvider {
             return Ok(passthrough(client_id, secret, &cloud.acr_suffix));
         }
 
-        let scope = self.token_scope.as_deref().unwrap_or(ACR_SCOPE);
-        let key = cache_key(&target.login.host, &cloud, scope, &identity, &config_path);
+        let scope = self.scope();
         let (token, source) = token_cache::get_or_fetch(
             self.token_cache.as_ref(),
             key.as_ref(),
@@ -148,10 +126,127 @@ impl AcrProvider {
             },
         )
         .await?;
-        let cache_duration = cache_duration(token.expires_at, token.obtained_at);
-        tracing::info!(login_server = %target.login.host, %cache_duration, ?source, "ACR refresh token ready");
-        Ok(answer(&target.auth_keys, &token.password, cache_duration))
+        Ok(token_answer(&target, token, source))
     }
+
+    /// Answers `request` from the token cache alone, or `None` (no cache, a miss, a cloud whose
+    /// metadata must be fetched, passthrough, or a request [`Self::credentials`] refuses: it
+    /// then says why). Runs before any async runtime or HTTP client exists.
+    pub fn from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+        let cache = self.token_cache.as_ref()?;
+        let config = &self.config;
+        let env = |name: &str| std::env::var(name).ok();
+        let cloud = Cloud::resolve_offline(&config.cloud, &config.resource_manager_endpoint, &env)?;
+        let plan = self.plan(request, &cloud).ok()?;
+        if self.passthrough_of(&plan.identity).is_some() {
+            return None;
+        }
+        let token = cache.get(plan.key.as_ref()?)?;
+        crate::cloud::warn_if_unknown(&config.cloud);
+        log_plan(self, request, &plan.target, &cloud);
+        Some(token_answer(
+            &plan.target,
+            token,
+            token_cache::Source::Cache,
+        ))
+    }
+
+    /// Every check and choice that needs no network once the cloud is known: login server,
+    /// mirrors, identity, cache key. Logs nothing (the cache look and the fetch both call it).
+    fn plan(&self, request: &CredentialProviderRequest, cloud: &Cloud) -> anyhow::Result<Plan> {
+        let config = &self.config;
+        let config_path = self.config_path.display().to_string();
+        let env = |name: &str| std::env::var(name).ok();
+        let suffixes = Suffixes::new([cloud.acr_suffix.as_str()]);
+        let image = &request.image_ref;
+        let target = host::resolve(
+            image.registry(),
+            image.host(),
+            image.port().is_some(),
+            &self.mirrors,
+            &suffixes,
+        )?;
+        // A mirrored image is pulled with the node's identity, as upstream (#9841): the pod's
+        // federated identity is scoped to the registries it names, not to a mirror's source.
+        let sa_identity = if target.mirrored_from.is_some() {
+            None
+        } else if let Some(ib_config) = &self.identity_bindings {
+            Some(binding_identity(request, ib_config)?)
+        } else {
+            identity::service_account_identity(
+                request.service_account_token.as_ref(),
+                &request.service_account_annotations,
+                &config.tenant_id,
+            )?
+        };
+        let identity = match sa_identity {
+            Some(identity) => identity,
+            None => identity::node_identity(config, &config_path, &env)?,
+        };
+        let key = cache_key(
+            &target.login.host,
+            cloud,
+            self.scope(),
+            &identity,
+            &config_path,
+        );
+        Ok(Plan {
+            suffixes,
+            target,
+            identity,
+            key,
+        })
+    }
+
+    /// The Entra scope tokens are requested for.
+    fn scope(&self) -> &str {
+        self.token_scope.as_deref().unwrap_or(ACR_SCOPE)
+    }
+
+    /// The client ID and secret to answer with, when `identity` is a service principal and
+    /// passthrough is on.
+    fn passthrough_of<'a>(&self, identity: &'a Identity) -> Option<(&'a str, &'a Secret)> {
+        match identity {
+            Identity::ServicePrincipal {
+                client_id, secret, ..
+            } if self.sp_passthrough => Some((client_id, secret)),
+            _ => None,
+        }
+    }
+}
+
+/// The info lines naming the login server and, when a pod's token is sent but unused, why.
+fn log_plan(
+    provider: &AcrProvider,
+    request: &CredentialProviderRequest,
+    target: &Target,
+    cloud: &Cloud,
+) {
+    tracing::info!(login_server = %target.login.host, mirrored_from = ?target.mirrored_from, cloud = %cloud.name, "ACR login server");
+    if request.service_account_token.is_none() {
+        return;
+    }
+    if target.mirrored_from.is_some() {
+        tracing::info!(
+            "mirrored image: the service-account token is not used; pulling with the node's identity"
+        );
+    } else if provider.identity_bindings.is_none()
+        && !request
+            .service_account_annotations
+            .contains_key(identity::CLIENT_ID_ANNOTATION)
+    {
+        tracing::info!(
+            "the request has a service-account token but no {} annotation; using the node's identity",
+            identity::CLIENT_ID_ANNOTATION
+        );
+    }
+}
+
+/// The answer for a refresh token, fetched or cached.
+fn token_answer(target: &Target, token: RegistryToken, source: token_cache::Source) -> Credentials {
+    let cache_duration = cache_duration(token.expires_at, token.obtained_at);
+    tracing::info!(login_server = %target.login.host, %cache_duration, ?source, "ACR refresh token ready");
+    answer(&target.auth_keys, &token.password, cache_duration)
 }
 
 /// The identity-bindings identity of a request: as upstream, every image that is not mirrored

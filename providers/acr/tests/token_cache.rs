@@ -210,3 +210,35 @@ fn a_registry_clock_behind_is_cached_with_the_life_the_node_counts() {
     // By the registry's clock three hours would be left; the node's says one.
     skewed_registry_is_cached_with_the_life_it_leaves(-2 * 3600, 3600);
 }
+
+/// A hit is answered before any async runtime starts, but only after the checks a fetch makes: a
+/// pod whose service account has an empty client-id annotation is refused, never handed the
+/// node's refresh token that is on disk.
+#[test]
+fn a_cache_hit_passes_every_check_a_fetch_does() {
+    let world = World::new();
+    let p = cached(&world, world.mi_plugin(MI_CONFIG));
+    p.request(ApiVersion::V1, IMAGE).accepted();
+    let refresh = world.last_refresh();
+    let hit = p.request(ApiVersion::V1, IMAGE).accepted();
+    assert_eq!(hit.auth["myreg.azurecr.io"].1, refresh);
+    assert_eq!(
+        upstream_calls(&world),
+        (1, 1, 1),
+        "the second exec was a hit"
+    );
+
+    let token = service_account_token(
+        "api://AzureADTokenExchange",
+        "team",
+        "puller",
+        "uid-1",
+        "pod-a",
+    );
+    let annotations = fields(&[("kubernetes.azure.com/acr-client-id", " ")]);
+    let refused = p.request_with_token(ApiVersion::V1, IMAGE, Some(&token), &annotations);
+    let line = refused.rejected();
+    assert!(line.contains("client id annotation"), "{line}");
+    assert!(!refused.stdout().contains(refresh.as_str()));
+    assert_eq!(upstream_calls(&world), (1, 1, 1));
+}
