@@ -1,8 +1,8 @@
 //! The one way a provider binary runs: stdin → request → provider → exactly one response on stdout.
 //!
 //! A provider's `main` parses its own flags and calls [`run`] with an async closure that turns a
-//! request into [`Credentials`] (or [`run_cached`], with a synchronous look into its token cache
-//! first: a hit is answered before any async runtime, HTTP client or SDK exists). The runner
+//! request into [`Credentials`] (or [`run_with_fast_path`], with a synchronous answer tried first:
+//! a token-cache hit is answered before any async runtime, HTTP client or SDK exists). The runner
 //! owns everything the kubelet contract demands of every plugin: read stdin to EOF with a size cap,
 //! validate the request, start logging on stderr, run the provider under one overall [`Deadline`],
 //! answer in the request's apiVersion, and on any failure print one clear line on stderr, nothing
@@ -37,17 +37,17 @@ pub fn run<E: Into<ProviderError>>(
     settings: &Settings,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
 ) -> ExitCode {
-    run_cached(settings, |_| None, provide)
+    run_with_fast_path(settings, |_| None, provide)
 }
 
-/// [`run`] for a provider with a token cache: `cached` answers a request from the cache alone,
-/// synchronously, or says `None` (no cache, a miss, or anything it would not answer itself:
-/// `provide` then runs as usual and reports it). A cache hit, the common exec on a busy node,
-/// then costs no async runtime, no HTTP client and no trust store. `cached` must apply every check
-/// `provide` applies before it would serve the same entry.
-pub fn run_cached<E: Into<ProviderError>>(
+/// [`run`] with a fast path: `fast` answers a request synchronously when it can (a token-cache
+/// hit; the static provider always) or says `None` (no cache, a miss, or anything it would not
+/// answer itself: `provide` then runs as usual and reports it). A cache hit then costs no async
+/// runtime, no HTTP client and no trust store. `fast` must apply every check `provide` applies
+/// before it would give the same answer.
+pub fn run_with_fast_path<E: Into<ProviderError>>(
     settings: &Settings,
-    cached: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
+    fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
 ) -> ExitCode {
     let deadline = Deadline::after(settings.deadline);
@@ -63,7 +63,7 @@ pub fn run_cached<E: Into<ProviderError>>(
         &bytes,
         deadline,
         settings.cache_jitter,
-        cached,
+        fast,
         provide,
         &mut std::io::stdout().lock(),
     )
@@ -87,12 +87,12 @@ pub fn run_with_input<E: Into<ProviderError>>(
     answer(input, deadline, jitter, |_| None, provide, stdout)
 }
 
-/// [`run_with_input`] with a synchronous cache look first (see [`run_cached`]).
+/// [`run_with_input`] with a fast path tried first (see [`run_with_fast_path`]).
 fn answer<E: Into<ProviderError>>(
     input: &[u8],
     deadline: Deadline,
     jitter: u8,
-    cached: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
+    fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     stdout: &mut dyn Write,
 ) -> ExitCode {
@@ -102,7 +102,7 @@ fn answer<E: Into<ProviderError>>(
     };
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
 
-    let mut credentials = match cached(&request) {
+    let mut credentials = match fast(&request) {
         Some(credentials) => credentials,
         // Boxed at once: a provider's future holds its SDK calls' state (tens of KiB), and every
         // move of it on the stack would touch fresh stack pages.

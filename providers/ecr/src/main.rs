@@ -89,7 +89,7 @@ fn main() -> ExitCode {
         cache_policy: CachePolicy::HalfRemaining,
         token_cache: settings.token_cache.clone(),
     };
-    kcp_plugin::runner::run_cached(
+    kcp_plugin::runner::run_with_fast_path(
         &settings,
         |request| provider.from_cache(request),
         async |request, deadline| provider.credentials(request, deadline).await,

@@ -106,7 +106,7 @@ fn main() -> ExitCode {
     let (cli, settings) =
         kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
     match build(cli, &settings) {
-        Ok(provider) => kcp_plugin::runner::run_cached(
+        Ok(provider) => kcp_plugin::runner::run_with_fast_path(
             &settings,
             |request| provider.from_cache(request),
             async |request, deadline| provider.credentials(request, deadline).await,

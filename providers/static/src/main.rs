@@ -103,5 +103,11 @@ fn main() -> ExitCode {
         password_file: cli.password_file,
         cache_duration: cli.cache_duration,
     };
-    kcp_plugin::runner::run(&settings, async |request, _| provider.answer(request))
+    // Nothing to wait for: answered without an async runtime; a refusal is reported by the
+    // second call.
+    kcp_plugin::runner::run_with_fast_path(
+        &settings,
+        |request| provider.answer(request).ok(),
+        async |request, _| provider.answer(request),
+    )
 }
