@@ -55,7 +55,7 @@ pub struct AcrProvider {
 
 /// What a request needs once its cloud is known, decided without any network: the login server
 /// (after mirrors), the identity, and the cache key. Shared by the cache look before any async
-/// runtime exists ([`AcrProvider::from_cache`]) and the fetch.
+/// runtime exists ([`AcrProvider::answer_from_cache`]) and the fetch.
 struct Plan {
     suffixes: Suffixes,
     target: Target,
@@ -132,7 +132,7 @@ impl AcrProvider {
     /// Answers `request` from the token cache alone, or `None` (no cache, a miss, a cloud whose
     /// metadata must be fetched, passthrough, or a request [`Self::credentials`] refuses: it
     /// then says why). Runs before any async runtime or HTTP client exists.
-    pub fn from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
         let cache = self.token_cache.as_ref()?;
         let config = &self.config;
         let env = |name: &str| std::env::var(name).ok();

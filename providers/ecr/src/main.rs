@@ -91,7 +91,7 @@ fn main() -> ExitCode {
     };
     kcp_plugin::runner::run_with_fast_path(
         &settings,
-        |request| provider.from_cache(request),
+        |request| provider.answer_from_cache(request),
         async |request, deadline| provider.credentials(request, deadline).await,
     )
 }

@@ -106,7 +106,7 @@ enum Principal {
 
 /// What a request needs, decided without any network: the registry (after mirrors), its
 /// endpoints, whose credentials ask, and the cache key. Shared by the cache look before any async
-/// runtime exists ([`EcrProvider::from_cache`]) and the fetch.
+/// runtime exists ([`EcrProvider::answer_from_cache`]) and the fetch.
 struct Plan<'a> {
     mirror: Option<&'a EcrMirror>,
     kind: RegistryKind,
@@ -148,7 +148,7 @@ impl EcrProvider {
     /// Answers `request` from the token cache alone, or `None` (no cache, a miss, or a request
     /// [`Self::credentials`] refuses: it then says why). Runs before any async runtime, SDK
     /// config or HTTP client exists.
-    pub fn from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
         let cache = self.token_cache.as_ref()?;
         let plan = self.plan(request).ok()?;
         let token = cache.get(plan.key.as_ref()?)?;
@@ -614,6 +614,26 @@ fn endpoint_description(
         .unwrap_or_else(|e| format!("unresolved ({e})"))
 }
 
+/// The info lines naming the registry a run serves and, in service-account mode, why the node's
+/// own credentials are used.
+fn log_plan(provider: &EcrProvider, request: &CredentialProviderRequest, plan: &Plan<'_>) {
+    let registry = request.image_ref.registry();
+    match &plan.kind {
+        RegistryKind::Private(p) => {
+            let mirrored_to = plan.mirror.map(|m| m.target_host.as_str());
+            tracing::info!(registry, ?mirrored_to, region = %p.region, partition = p.partition(), fips = p.fips, dual_stack = p.dual_stack(), "private ECR registry");
+        }
+        RegistryKind::Public => tracing::info!(registry, "ECR Public registry"),
+        RegistryKind::Other => {}
+    }
+    if request.service_account_token.is_some() && plan.principal == Principal::Node {
+        tracing::info!(
+            annotations = ?provider.role_annotations,
+            "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -660,25 +680,5 @@ mod tests {
         let ancient = to_system_time(&DateTime::from_secs_f64(-1e300));
         assert_eq!(cache_duration(1e300, ancient), GoDuration::ZERO);
         assert_eq!(token_expiry(None, session, now()), None);
-    }
-}
-
-/// The info lines naming the registry a run serves and, in service-account mode, why the node's
-/// own credentials are used.
-fn log_plan(provider: &EcrProvider, request: &CredentialProviderRequest, plan: &Plan<'_>) {
-    let registry = request.image_ref.registry();
-    match &plan.kind {
-        RegistryKind::Private(p) => {
-            let mirrored_to = plan.mirror.map(|m| m.target_host.as_str());
-            tracing::info!(registry, ?mirrored_to, region = %p.region, partition = p.partition(), fips = p.fips, dual_stack = p.dual_stack(), "private ECR registry");
-        }
-        RegistryKind::Public => tracing::info!(registry, "ECR Public registry"),
-        RegistryKind::Other => {}
-    }
-    if request.service_account_token.is_some() && plan.principal == Principal::Node {
-        tracing::info!(
-            annotations = ?provider.role_annotations,
-            "no role ARN in the service-account annotations or {ROLE_ARN_ENV}; using the node's credentials"
-        );
     }
 }

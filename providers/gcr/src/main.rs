@@ -108,7 +108,7 @@ fn main() -> ExitCode {
     match build(cli, &settings) {
         Ok(provider) => kcp_plugin::runner::run_with_fast_path(
             &settings,
-            |request| provider.from_cache(request),
+            |request| provider.answer_from_cache(request),
             async |request, deadline| provider.credentials(request, deadline).await,
         ),
         Err(message) => kcp_plugin::runner::usage_error(&message),

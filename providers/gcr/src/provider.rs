@@ -146,7 +146,7 @@ impl GcrProvider {
     /// Answers a `--authFlow=gcr` request from the token cache alone, or `None` (other flows, no
     /// cache, a miss, or a request [`Self::credentials`] would refuse: it then says why). Runs
     /// before any async runtime or HTTP client exists.
-    pub fn from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
         let cache = self.token_cache.as_ref()?;
         if self.flow != AuthFlow::Gcr {
             return None;
@@ -199,7 +199,10 @@ impl GcrProvider {
                     )
                     .identity("path", &path.display().to_string());
                 Plan {
-                    source: TokenSource::KeyFile { path, key },
+                    source: TokenSource::KeyFile {
+                        path,
+                        key: Box::new(key),
+                    },
                     cache_key: Some(cache_key),
                     also_expires_at: None,
                     declined_wif,
@@ -383,7 +386,7 @@ enum TokenSource<'a> {
     /// A service-account key file, already read.
     KeyFile {
         path: &'a std::path::Path,
-        key: ServiceAccountKey,
+        key: Box<ServiceAccountKey>,
     },
     /// The metadata server's default service account.
     Metadata,
