@@ -335,18 +335,12 @@ impl HttpClient {
         connect_timeout: Duration,
         request_timeout: Duration,
     ) -> Result<Self, HttpError> {
-        install_crypto_provider();
-        #[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
-        pin_static_host_lookup();
-        Ok(HttpClient {
-            inner: Arc::new(Clients {
-                proxy: proxy.clone(),
-                pin: None,
-                connect_timeout,
-                request_timeout,
-                clients: Default::default(),
-            }),
-        })
+        Ok(Self::with(
+            proxy.clone(),
+            None,
+            connect_timeout,
+            request_timeout,
+        ))
     }
 
     /// A client that only calls `pin.host`, connected to `pin.addrs` whatever DNS says, trusting
@@ -360,18 +354,33 @@ impl HttpClient {
         connect_timeout: Duration,
         request_timeout: Duration,
     ) -> Result<Self, HttpError> {
+        Ok(Self::with(
+            ProxyConfig::default(),
+            Some(pin),
+            connect_timeout,
+            request_timeout,
+        ))
+    }
+
+    /// The one constructor behind [`Self::new`] and [`Self::pinned`].
+    fn with(
+        proxy: ProxyConfig,
+        pin: Option<Pin>,
+        connect_timeout: Duration,
+        request_timeout: Duration,
+    ) -> Self {
         install_crypto_provider();
         #[cfg(all(target_os = "linux", target_env = "gnu", target_feature = "crt-static"))]
         pin_static_host_lookup();
-        Ok(HttpClient {
+        HttpClient {
             inner: Arc::new(Clients {
-                proxy: ProxyConfig::default(),
-                pin: Some(pin),
+                proxy,
+                pin,
                 connect_timeout,
                 request_timeout,
                 clients: Default::default(),
             }),
-        })
+        }
     }
 
     fn client(&self, kind: Kind) -> Result<&reqwest::Client, HttpError> {

@@ -119,7 +119,7 @@ pub async fn token(
             answer.status
         );
     }
-    let token = read_token(&answer.body)
+    let token = crate::ib::read_answer(&answer.body)
         .map_err(|why| anyhow::anyhow!("{what}: {why} ({} bytes)", answer.body.len()))?;
     tracing::info!("Azure Arc managed-identity token obtained");
     Ok(token)
@@ -272,17 +272,6 @@ pub fn read_key(path: &Path, token_dir: &Path) -> Result<Secret, String> {
     Ok(Secret::new(key))
 }
 
-/// The `access_token` of the agent's answer; errors never quote the body.
-fn read_token(body: &[u8]) -> Result<Secret, &'static str> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|_| "the answer is not JSON")?;
-    match value.get("access_token") {
-        Some(serde_json::Value::String(t)) if !t.trim().is_empty() => Ok(Secret::new(t.clone())),
-        Some(_) => Err("the answer's access_token is empty or not a string"),
-        None => Err("the answer has no access_token"),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,13 +324,13 @@ mod tests {
     #[test]
     fn tokens_are_read_without_quoting_the_body() {
         assert_eq!(
-            read_token(br#"{"access_token":"t","expires_in":"3599"}"#)
+            crate::ib::read_answer(br#"{"access_token":"t","expires_in":"3599"}"#)
                 .unwrap()
                 .expose(),
             "t"
         );
         assert_eq!(
-            read_token(br#"{"token":"x"}"#).unwrap_err(),
+            crate::ib::read_answer(br#"{"token":"x"}"#).unwrap_err(),
             "the answer has no access_token"
         );
     }

@@ -366,36 +366,6 @@ mod tests {
 
     /// docs/providers/acr.md “Test vectors”: `TestProcessMirrorMapping`.
     #[test]
-    fn upstream_mirror_parsing_vectors() {
-        let m = |s: &str, d: &str| Mirror {
-            source: s.into(),
-            target: d.into(),
-        };
-        assert_eq!(parse_mirrors(&["".into()]), (vec![], vec![]));
-        assert_eq!(
-            parse_mirrors(&["aaa:bbb,ccc:ddd".into()]).0,
-            vec![m("aaa", "bbb"), m("ccc", "ddd")]
-        );
-        assert_eq!(
-            parse_mirrors(&["aaa: bbb, ccc:ddd".into()]).0,
-            vec![m("aaa", "bbb"), m("ccc", "ddd")]
-        );
-        assert_eq!(parse_mirrors(&["aaa:bbb".into()]).0, vec![m("aaa", "bbb")]);
-        // Extensions: `=` allows ports; repeated flags add up; later entries win; junk is reported.
-        let (mirrors, warnings) = parse_mirrors(&[
-            "reg.local:5000=abc.azurecr.io".into(),
-            "aaa:bbb,aaa:ccc,a:b:c,:x,y:".into(),
-        ]);
-        assert_eq!(
-            mirrors,
-            vec![m("reg.local:5000", "abc.azurecr.io"), m("aaa", "ccc")]
-        );
-        assert_eq!(warnings.len(), 3, "{warnings:?}");
-    }
-
-    /// docs/providers/acr.md “Test vectors”: `TestProcessImageWithMirrorMapping`, plus exact-host
-    /// matching.
-    #[test]
     fn mirrors_map_exact_hosts_only() {
         let mirrors = parse_mirrors(&["mcr.microsoft.com:abc.azurecr.io".into()]).0;
         let t = login_of("mcr.microsoft.com/bar/image:version", &[], &mirrors).unwrap();

@@ -367,8 +367,9 @@ pub async fn token(
     Ok(access)
 }
 
-/// The `access_token` of a 200 answer. Errors never quote the body (it may hold a token).
-fn read_answer(body: &[u8]) -> Result<Secret, &'static str> {
+/// The `access_token` of a 200 answer (identity bindings, the Arc agent). Errors never quote
+/// the body (it may hold a token).
+pub(crate) fn read_answer(body: &[u8]) -> Result<Secret, &'static str> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|_| "the answer is not JSON")?;
     match value.get("access_token") {
