@@ -1141,6 +1141,8 @@ impl InitArgs {
 }
 
 /// What `install` needs from the options: the same defaults `init` prints, never a second copy.
+// install runs on Linux only (install.rs).
+#[cfg_attr(not(unix), allow(dead_code))]
 impl InitArgs {
     /// The providers' binary file names, in config order, each once.
     pub fn binaries(&self) -> Vec<&'static str> {
@@ -1389,6 +1391,7 @@ pub fn generate(args: &InitArgs) -> Result<Generated, InitError> {
 
 /// [`generate`], with the `--explain` lines whatever the options say: `install` prints them in
 /// its report.
+#[cfg_attr(not(unix), allow(dead_code))]
 pub fn generate_explained(args: &InitArgs) -> Result<Generated, InitError> {
     generate_with(args, true)
 }

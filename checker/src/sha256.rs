@@ -2,6 +2,9 @@
 //! it writes in the same format as `scripts/install` (`sha256sum`), to tell its own files from
 //! foreign ones. Speed does not matter here (a few binaries per run).
 
+// Used by install, which runs on Linux only.
+#![cfg_attr(not(unix), allow(dead_code))]
+
 const K: [u32; 64] = [
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
     0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
@@ -83,7 +86,7 @@ mod tests {
         );
         assert_eq!(
             hex(b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
-            "248d6a61d20638b8e5c0262693c70e1b5ba43e8bbc2f07ed4a2a73a1b19d8f1a"
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"
         );
         // Two padding blocks, and 1000 bytes.
         assert_eq!(
