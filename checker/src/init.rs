@@ -119,6 +119,7 @@ pub struct InitArgs {
     /// Providers to configure, in config order: ecr, acr, gcr, static (repeatable or comma-separated).
     #[arg(
         long = "provider",
+        visible_alias = "providers",
         value_name = "PROVIDER",
         value_enum,
         value_delimiter = ',',
@@ -1139,6 +1140,53 @@ impl InitArgs {
     }
 }
 
+/// What `install` needs from the options: the same defaults `init` prints, never a second copy.
+// install runs on Linux only (install.rs).
+#[cfg_attr(not(unix), allow(dead_code))]
+impl InitArgs {
+    /// The providers' binary file names, in config order, each once.
+    pub fn binaries(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        for p in &self.providers {
+            if !names.contains(&p.binary()) {
+                names.push(p.binary());
+            }
+        }
+        names
+    }
+
+    /// The kubelet's `--image-credential-provider-bin-dir` on the node.
+    pub fn node_bin_dir(&self) -> String {
+        self.bin_dir()
+    }
+
+    /// The kubelet's `--image-credential-provider-config` on the node (a directory with
+    /// `--drop-in`).
+    pub fn node_config_target(&self) -> String {
+        self.config_target()
+    }
+
+    /// Whether the config is a drop-in for a config directory.
+    pub fn drop_in(&self) -> bool {
+        self.drop_in
+    }
+
+    /// Whether the config is YAML (the only format that can carry `install`'s marker comment).
+    pub fn yaml(&self) -> bool {
+        self.format == DocFormat::Yaml
+    }
+
+    /// Whether the platform's nodes run Windows.
+    pub fn windows(&self) -> bool {
+        platform_defaults(self.platform).windows
+    }
+
+    /// The platform's `--platform` name.
+    pub fn platform_name(&self) -> &'static str {
+        platform_defaults(self.platform).name
+    }
+}
+
 /// A mirror's source host (with port, if given as `host:port=destination`), read with the
 /// providers' own parser: one entry per option.
 fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String, InitError> {
@@ -1338,6 +1386,17 @@ pub struct Generated {
 
 /// Builds, checks and renders the config; nothing is printed here.
 pub fn generate(args: &InitArgs) -> Result<Generated, InitError> {
+    generate_with(args, args.explain)
+}
+
+/// [`generate`], with the `--explain` lines whatever the options say: `install` prints them in
+/// its report.
+#[cfg_attr(not(unix), allow(dead_code))]
+pub fn generate_explained(args: &InitArgs) -> Result<Generated, InitError> {
+    generate_with(args, true)
+}
+
+fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, InitError> {
     let checked = args.check()?;
     let doc = args.document(&checked);
     let text = match args.format {
@@ -1379,7 +1438,7 @@ pub fn generate(args: &InitArgs) -> Result<Generated, InitError> {
         .iter()
         .map(|w| format!("warning: {}", finding(w)))
         .collect();
-    if args.explain {
+    if explain {
         stderr.extend(args.explanation(&doc, &v));
     }
     Ok(Generated { text, stderr })

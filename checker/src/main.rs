@@ -6,6 +6,9 @@
 //! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
 //! - `init --provider P [--platform P] [--service-account] ...`: print a config for our providers
 //!   from the one table of their defaults, checked by the kubelet's rules before it is printed.
+//! - `install --host-root DIR --from DIR --provider P [--platform P] ...`: put the binaries and
+//!   `init`'s config on a node whose root is mounted at DIR (the DaemonSet in deploy/); `wait`:
+//!   that DaemonSet's main container, which has no shell to sleep in.
 //!
 //! Exit status: 0 yes (valid / a provider matches / usable credentials / config printed), 1 no
 //! (for `init`: the kubelet would refuse what the options ask for), 2 usage error. Every error is
@@ -13,8 +16,10 @@
 
 mod explain;
 mod init;
+mod install;
 mod report;
 mod run;
+mod sha256;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -87,6 +92,11 @@ enum Command {
     },
     /// Print a CredentialProviderConfig for this project's providers, from their defaults per platform.
     Init(Box<init::InitArgs>),
+    /// Install the providers and init's config on a node whose root filesystem is mounted at
+    /// --host-root (atomic, idempotent, never replacing files this project did not write).
+    Install(Box<install::InstallArgs>),
+    /// Wait for SIGTERM, then exit 0: the DaemonSet's main container after the install.
+    Wait,
 }
 
 fn parse_annotation(text: &str) -> Result<(String, String), String> {
@@ -199,6 +209,22 @@ fn execute(cli: &Cli) -> Result<u8, String> {
             }
             init::run(args)
         }
+        Command::Install(args) => {
+            if format == Format::Json {
+                return Err(
+                    "install prints a report for people only: drop --output json".to_owned(),
+                );
+            }
+            match install::run(args) {
+                Ok(code) => Ok(code),
+                Err(install::InstallError::Usage(message)) => Err(message),
+                Err(install::InstallError::Refused(message)) => {
+                    eprintln!("credential-provider-check: install: {message}");
+                    Ok(NO)
+                }
+            }
+        }
+        Command::Wait => install::wait_for_termination(),
         Command::Validate { config, bin_dir } => Ok(
             match load_valid(format, config, bin_dir.as_deref(), false) {
                 Ok(_) => 0,

@@ -1,0 +1,745 @@
+//! `credential-provider-check install` (the DaemonSet's installer, deploy/) against a fake host
+//! root in a temp dir, for every Linux platform: the files and modes it writes, that the config is
+//! `init`'s and passes the checker, that a rerun changes nothing, that an upgrade keeps
+//! `<name>.previous`, and its refusals (another architecture, files it did not write,
+//! `--restart-kubelet`), each with its exact report; and `wait`, the DaemonSet's main container.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead as _, BufReader};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{Run, check, target_bin_dir};
+use kcp_testkit::TempDir;
+
+const MANIFEST: &str = ".kubelet-credential-providers.sha256";
+const PROVIDERS: &str = "ecr,acr,gcr";
+const BINARIES: [&str; 3] = [
+    "ecr-credential-provider",
+    "acr-credential-provider",
+    "gcr-credential-provider",
+];
+
+/// One platform: its paths as the node sees them (what deploy/ mounts), and the restart hint.
+struct Profile {
+    platform: &'static str,
+    bin_dir: &'static str,
+    config: &'static str,
+    restart: &'static str,
+}
+
+const GENERIC_BIN: &str = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
+const GENERIC_CONFIG: &str = "/etc/kubernetes/credential-provider-config.yaml";
+const RANCHER_BIN: &str = "/var/lib/rancher/credentialprovider/bin";
+const RANCHER_CONFIG: &str = "/var/lib/rancher/credentialprovider/config.yaml";
+const SYSTEMD: &str = "systemctl restart kubelet on the node";
+
+const PROFILES: [Profile; 7] = [
+    Profile {
+        platform: "generic",
+        bin_dir: GENERIC_BIN,
+        config: GENERIC_CONFIG,
+        restart: SYSTEMD,
+    },
+    Profile {
+        platform: "eks",
+        bin_dir: "/etc/eks/image-credential-provider",
+        config: "/etc/eks/image-credential-provider/config.json",
+        restart: SYSTEMD,
+    },
+    Profile {
+        platform: "aks",
+        bin_dir: "/var/lib/kubelet/credential-provider",
+        config: "/var/lib/kubelet/credential-provider-config.yaml",
+        restart: SYSTEMD,
+    },
+    Profile {
+        platform: "gke",
+        bin_dir: "/home/kubernetes/bin",
+        config: "/etc/srv/kubernetes/cri_auth_config.yaml",
+        restart: SYSTEMD,
+    },
+    Profile {
+        platform: "k3s",
+        bin_dir: RANCHER_BIN,
+        config: RANCHER_CONFIG,
+        restart: "systemctl restart k3s (servers) or k3s-agent (agents) on the node",
+    },
+    Profile {
+        platform: "rke2",
+        bin_dir: RANCHER_BIN,
+        config: RANCHER_CONFIG,
+        restart: "systemctl restart rke2-server (servers) or rke2-agent (agents) on the node",
+    },
+    Profile {
+        platform: "kind",
+        bin_dir: GENERIC_BIN,
+        config: GENERIC_CONFIG,
+        restart: "docker exec <node> systemctl restart kubelet, for each node container",
+    },
+];
+
+fn skip(test: &str) -> bool {
+    kcp_testkit::skip_on_windows(
+        test,
+        "install writes Linux nodes (file modes, ELF binaries); Windows nodes: docs/install.md",
+    )
+}
+
+/// The ELF header of the binaries under test (their architecture's).
+fn elf_header() -> Vec<u8> {
+    let mut head = vec![0u8; 64];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open(target_bin_dir().join(BINARIES[0])).unwrap(),
+        &mut head,
+    )
+    .unwrap();
+    head
+}
+
+/// A release to install: for each provider a small file with the binaries' ELF header and `tag`
+/// (the installer reads only the header; debug builds are tens of MB, and hashing them unoptimized
+/// would dominate the run; `real_binaries_install` installs the real ones once).
+fn fake_release(tag: &str) -> TempDir {
+    let dir = TempDir::new(&format!("fleet-release-{tag}"));
+    for b in BINARIES {
+        let mut content = elf_header();
+        content.extend_from_slice(format!("{tag} {b}\n").as_bytes());
+        std::fs::write(dir.path().join(b), content).unwrap();
+    }
+    dir
+}
+
+/// A node's root filesystem: `/usr/bin/env` an ELF file of the binaries' architecture, `/bin/sh`
+/// an absolute symlink to it, resolved under the root as the node would.
+fn fake_host(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    let usr_bin = dir.path().join("usr/bin");
+    std::fs::create_dir_all(&usr_bin).unwrap();
+    std::fs::write(usr_bin.join("env"), elf_header()).unwrap();
+    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/env", dir.path().join("bin/sh")).unwrap();
+    dir
+}
+
+/// `install --host-root ROOT --from FROM --providers ecr,acr,gcr --platform P ARGS`.
+fn install_from(root: &Path, from: &Path, platform: &str, args: &[&str]) -> Run {
+    let mut all: Vec<std::ffi::OsString> = vec![
+        "install".into(),
+        "--host-root".into(),
+        root.into(),
+        "--from".into(),
+        from.into(),
+        "--providers".into(),
+        PROVIDERS.into(),
+        "--platform".into(),
+        platform.into(),
+    ];
+    all.extend(args.iter().map(Into::into));
+    check(all)
+}
+
+/// `install_from` a fake release (the same one for the same tag).
+fn install(root: &Path, platform: &str, args: &[&str]) -> Run {
+    let release = fake_release("v1");
+    install_from(root, release.path(), platform, args)
+}
+
+/// `init` with the same options: its config (stdout) and its `--explain` lines (stderr).
+fn init(platform: &str, args: &[&str]) -> (String, String) {
+    let mut all = vec![
+        "init",
+        "--explain",
+        "--provider",
+        PROVIDERS,
+        "--platform",
+        platform,
+    ];
+    all.extend(args);
+    let run = check(all);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    (run.stdout, run.stderr)
+}
+
+/// The config file `install` writes: a marker line with the checksum of init's text, then it.
+fn expected_config(init_text: &str) -> String {
+    format!(
+        "# Managed by kubelet-credential-providers credential-provider-check install (sha256:{}); rerun it to change this file.\n{init_text}",
+        sha256(init_text.as_bytes())
+    )
+}
+
+fn sha256(data: &[u8]) -> String {
+    let dir = TempDir::new("sha");
+    let file = dir.path().join("f");
+    std::fs::write(&file, data).unwrap();
+    let out = Command::new("sha256sum").arg(&file).output().unwrap();
+    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
+}
+
+fn under(root: &Path, node: &str) -> PathBuf {
+    root.join(node.trim_start_matches('/'))
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// What a change to one entry would touch: mode, size, mtime (s, ns), inode, content.
+type Entry = (u32, u64, i64, i64, u64, Vec<u8>);
+
+/// Every entry under `root`.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let content = if meta.is_file() {
+                std::fs::read(&path).unwrap()
+            } else {
+                Vec::new()
+            };
+            out.insert(
+                path.strip_prefix(root).unwrap().to_path_buf(),
+                (
+                    meta.mode(),
+                    meta.len(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.ino(),
+                    content,
+                ),
+            );
+            if meta.is_dir() {
+                walk(root, &path, out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// Regular files and symlinks under `root`, as node paths, with their modes.
+fn files(root: &Path) -> Vec<(String, u32)> {
+    snapshot(root)
+        .into_iter()
+        .filter(|(p, _)| !root.join(p).is_dir() || root.join(p).is_symlink())
+        .map(|(p, (m, ..))| (format!("/{}", p.display()), m & 0o7777))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The report's tail: init's `--explain` lines, then the restart hint when the config changed.
+fn tail(explain: &str, restart: Option<&str>) -> String {
+    let mut out = explain.to_owned();
+    if let Some(hint) = restart {
+        out.push_str(hint);
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn every_platform_fresh_install_rerun_and_upgrade() {
+    if skip("every_platform_fresh_install_rerun_and_upgrade") {
+        return;
+    }
+    for p in &PROFILES {
+        let host = fake_host(&format!("fleet-{}", p.platform));
+        let root = host.path();
+        let (init_text, explain) = init(p.platform, &[]);
+        let v1 = fake_release("v1");
+
+        // Fresh install: exact report, files, modes, contents.
+        let run = install(root, p.platform, &[]);
+        assert_eq!(run.code, 0, "{}: {}", p.platform, run.stderr);
+        assert_eq!(run.stderr, "", "{}", p.platform);
+        let mut expected = format!("host root: {}\n", root.display());
+        for b in BINARIES {
+            expected.push_str(&format!("install: {}/{b}\n", p.bin_dir));
+        }
+        expected.push_str(&format!(
+            "record checksums: {}/{MANIFEST}\ninstall: {}\nvalidated: {} with --bin-dir {}\n5 change(s) made\n",
+            p.bin_dir, p.config, p.config, p.bin_dir
+        ));
+        expected.push_str(&tail(
+            &explain,
+            Some(&format!(
+                "restart the kubelet to load the new config: {}",
+                p.restart
+            )),
+        ));
+        assert_eq!(run.stdout, expected, "{}", p.platform);
+
+        let mut want: Vec<(String, u32)> = vec![
+            ("/bin/sh".to_owned(), 0o777),
+            ("/usr/bin/env".to_owned(), 0o644),
+            (p.config.to_owned(), 0o644),
+            (format!("{}/{MANIFEST}", p.bin_dir), 0o644),
+        ];
+        want.extend(
+            BINARIES
+                .iter()
+                .map(|b| (format!("{}/{b}", p.bin_dir), 0o755)),
+        );
+        want.sort();
+        assert_eq!(files(root), want, "{}", p.platform);
+        for b in BINARIES {
+            assert_eq!(
+                std::fs::read(under(root, &format!("{}/{b}", p.bin_dir))).unwrap(),
+                std::fs::read(v1.path().join(b)).unwrap(),
+                "{}: {b}",
+                p.platform
+            );
+        }
+        assert_eq!(
+            std::fs::read_to_string(under(root, p.config)).unwrap(),
+            expected_config(&init_text),
+            "{}",
+            p.platform
+        );
+        let manifest: String = {
+            let mut lines: Vec<String> = BINARIES
+                .iter()
+                .map(|b| {
+                    let hash = sha256(&std::fs::read(v1.path().join(b)).unwrap());
+                    format!("{hash}  {b}\n")
+                })
+                .collect();
+            lines.sort_by(|a, b| a[66..].cmp(&b[66..]));
+            lines.concat()
+        };
+        assert_eq!(
+            std::fs::read_to_string(under(root, &format!("{}/{MANIFEST}", p.bin_dir))).unwrap(),
+            manifest,
+            "{}",
+            p.platform
+        );
+
+        // The checker accepts what was written, binaries included.
+        let v = check([
+            "validate".as_ref(),
+            "--config".as_ref(),
+            under(root, p.config).as_os_str(),
+            "--bin-dir".as_ref(),
+            under(root, p.bin_dir).as_os_str(),
+        ]);
+        assert_eq!(v.code, 0, "{}: {}{}", p.platform, v.stdout, v.stderr);
+
+        // A rerun changes nothing, and says so.
+        let before = snapshot(root);
+        let run = install(root, p.platform, &[]);
+        assert_eq!(run.code, 0, "{}: {}", p.platform, run.stderr);
+        let mut expected = format!("host root: {}\n", root.display());
+        for b in BINARIES {
+            expected.push_str(&format!("unchanged: {}/{b}\n", p.bin_dir));
+        }
+        expected.push_str(&format!(
+            "unchanged: {}\nvalidated: {} with --bin-dir {}\nnothing to do: everything is up to date\n",
+            p.config, p.config, p.bin_dir
+        ));
+        expected.push_str(&tail(&explain, None));
+        assert_eq!(run.stdout, expected, "{}", p.platform);
+        assert_eq!(
+            snapshot(root),
+            before,
+            "{}: the rerun changed files",
+            p.platform
+        );
+
+        // An upgrade: new binaries (here: other builds) and a new config replace the old ones,
+        // each old one kept as <name>.previous.
+        let (old, new) = (v1, fake_release("v2"));
+        let (new_init, new_explain) = init(p.platform, &["--cache-duration", "30m"]);
+        let old_config = std::fs::read_to_string(under(root, p.config)).unwrap();
+        let run = install_from(root, new.path(), p.platform, &["--cache-duration", "30m"]);
+        assert_eq!(run.code, 0, "{}: {}", p.platform, run.stderr);
+        let mut expected = format!("host root: {}\n", root.display());
+        for b in BINARIES {
+            expected.push_str(&format!(
+                "update: {d}/{b} (previous version kept as {d}/{b}.previous)\n",
+                d = p.bin_dir
+            ));
+        }
+        expected.push_str(&format!(
+            "record checksums: {d}/{MANIFEST}\nupdate: {c} (previous version kept as {c}.previous)\nvalidated: {c} with --bin-dir {d}\n5 change(s) made\n",
+            d = p.bin_dir,
+            c = p.config
+        ));
+        expected.push_str(&tail(
+            &new_explain,
+            Some(&format!(
+                "restart the kubelet to load the new config: {}",
+                p.restart
+            )),
+        ));
+        assert_eq!(run.stdout, expected, "{}", p.platform);
+        for b in BINARIES {
+            let installed = under(root, &format!("{}/{b}", p.bin_dir));
+            assert_eq!(
+                std::fs::read(&installed).unwrap(),
+                std::fs::read(new.path().join(b)).unwrap()
+            );
+            let previous = under(root, &format!("{}/{b}.previous", p.bin_dir));
+            assert_eq!(
+                std::fs::read(&previous).unwrap(),
+                std::fs::read(old.path().join(b)).unwrap(),
+                "{}: {b}.previous",
+                p.platform
+            );
+            assert_eq!((mode(&installed), mode(&previous)), (0o755, 0o755));
+        }
+        assert_eq!(
+            std::fs::read_to_string(under(root, p.config)).unwrap(),
+            expected_config(&new_init)
+        );
+        let previous_config = under(root, &format!("{}.previous", p.config));
+        assert_eq!(
+            std::fs::read_to_string(&previous_config).unwrap(),
+            old_config
+        );
+        assert_eq!(mode(&previous_config), 0o644);
+        // No temp file is left beside anything.
+        assert!(
+            files(root).iter().all(|(f, _)| !f.contains(".tmp-")),
+            "{:?}",
+            files(root)
+        );
+    }
+}
+
+#[test]
+fn real_binaries_install() {
+    if skip("real_binaries_install") {
+        return;
+    }
+    let host = fake_host("fleet-real");
+    let root = host.path();
+    let run = install_from(root, &target_bin_dir(), "rke2", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for b in BINARIES {
+        let installed = under(root, &format!("{RANCHER_BIN}/{b}"));
+        assert_eq!(mode(&installed), 0o755);
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            std::fs::read(target_bin_dir().join(b)).unwrap()
+        );
+        // What was installed runs.
+        let out = Command::new(&installed).arg("--version").output().unwrap();
+        assert!(out.status.success(), "{b} --version");
+    }
+}
+
+#[test]
+fn dry_run_writes_nothing_and_shows_the_config() {
+    if skip("dry_run_writes_nothing_and_shows_the_config") {
+        return;
+    }
+    let host = fake_host("fleet-dry");
+    let root = host.path();
+    let before = snapshot(root);
+    let run = install(root, "k3s", &["--dry-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(snapshot(root), before);
+    let (init_text, explain) = init("k3s", &[]);
+    let mut expected = format!("host root: {}\n", root.display());
+    for b in BINARIES {
+        expected.push_str(&format!("would install: {RANCHER_BIN}/{b}\n"));
+    }
+    expected.push_str(&format!(
+        "would record checksums: {RANCHER_BIN}/{MANIFEST}\nwould install: {RANCHER_CONFIG}\n--- {RANCHER_CONFIG} ---\n{}---\ndry run: 5 change(s) planned, nothing was touched\n",
+        expected_config(&init_text)
+    ));
+    expected.push_str(&tail(
+        &explain,
+        Some("then restart the kubelet to load the new config: systemctl restart k3s (servers) or k3s-agent (agents) on the node"),
+    ));
+    assert_eq!(run.stdout, expected);
+}
+
+/// An ELF header naming another machine than the binaries'.
+fn foreign_elf(path: &Path) {
+    let ours = elf_header();
+    let mut head = ours[..64].to_vec();
+    let other: u16 = if u16::from_le_bytes([ours[18], ours[19]]) == 183 {
+        62
+    } else {
+        183
+    };
+    head[18..20].copy_from_slice(&other.to_le_bytes());
+    std::fs::write(path, head).unwrap();
+}
+
+#[test]
+fn another_architecture_is_refused_before_anything_is_written() {
+    if skip("another_architecture_is_refused_before_anything_is_written") {
+        return;
+    }
+    let host = fake_host("fleet-arch");
+    let root = host.path();
+    std::fs::remove_file(root.join("usr/bin/env")).unwrap();
+    foreign_elf(&root.join("usr/bin/env"));
+    let before = snapshot(root);
+    let release = fake_release("v1");
+    let run = install_from(root, release.path(), "generic", &[]);
+    let ours = elf_header();
+    let (bins, host_arch) = if u16::from_le_bytes([ours[18], ours[19]]) == 183 {
+        ("arm64", "amd64")
+    } else {
+        ("amd64", "arm64")
+    };
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr),
+        (
+            1,
+            "",
+            format!(
+                "credential-provider-check: install: {}/{} is built for {bins}, but the host is {host_arch} (by /bin/sh): use the image for the node's architecture; nothing was changed\n",
+                release.path().display(),
+                BINARIES[0]
+            )
+        )
+    );
+    assert_eq!(snapshot(root), before);
+
+    // No ELF file at all: the root is not a node's.
+    let empty = TempDir::new("fleet-empty");
+    let run = install(empty.path(), "generic", &[]);
+    assert_eq!(
+        (run.code, run.stderr),
+        (
+            1,
+            format!(
+                "credential-provider-check: install: cannot tell the host's architecture: none of /bin/sh, /usr/bin/sh, /usr/bin/env, /bin/busybox under {} is an ELF file (is --host-root the node's root filesystem?)\n",
+                empty.path().display()
+            )
+        )
+    );
+}
+
+#[test]
+fn files_it_did_not_write_are_never_replaced() {
+    if skip("files_it_did_not_write_are_never_replaced") {
+        return;
+    }
+    // A config someone else wrote (nodeadm's on EKS, say).
+    let host = fake_host("fleet-foreign");
+    let root = host.path();
+    let config = under(root, GENERIC_CONFIG);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n",
+    )
+    .unwrap();
+    let before = snapshot(root);
+    let run = install(root, "generic", &[]);
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "credential-provider-check: install: /etc/kubernetes/credential-provider-config.yaml exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path (nothing was changed)\n"
+        )
+    );
+    assert_eq!(snapshot(root), before);
+
+    // A binary of the same name someone else installed (the upstream Go ecr-credential-provider).
+    let host = fake_host("fleet-foreign-bin");
+    let root = host.path();
+    let bin = under(root, &format!("{GENERIC_BIN}/ecr-credential-provider"));
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    std::fs::write(&bin, elf_header()).unwrap();
+    let before = snapshot(root);
+    let run = install(root, "generic", &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "credential-provider-check: install: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/ecr-credential-provider exists and was not installed by this project (its checksum is not in .kubelet-credential-providers.sha256); remove it or choose another --bin-dir (nothing was changed)\n"
+        )
+    );
+    assert_eq!(snapshot(root), before);
+
+    // Its own config, edited by hand since.
+    let host = fake_host("fleet-edited");
+    let root = host.path();
+    assert_eq!(install(root, "aks", &[]).code, 0);
+    let config = under(root, "/var/lib/kubelet/credential-provider-config.yaml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text = text.replace("10m", "5m");
+    std::fs::write(&config, text).unwrap();
+    let before = snapshot(root);
+    let run = install(root, "aks", &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "credential-provider-check: install: /var/lib/kubelet/credential-provider-config.yaml was edited by hand since this project wrote it; move your edits to another file, then remove it (nothing was changed)\n"
+        )
+    );
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn a_config_written_by_scripts_install_is_taken_over() {
+    if skip("a_config_written_by_scripts_install_is_taken_over") {
+        return;
+    }
+    let host = fake_host("fleet-takeover");
+    let root = host.path();
+    let (init_text, _) = init("generic", &[]);
+    let config = under(root, GENERIC_CONFIG);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let by_script = format!(
+        "# Managed by kubelet-credential-providers scripts/install (sha256:{}); rerun it to change this file.\n{init_text}",
+        sha256(init_text.as_bytes())
+    );
+    std::fs::write(&config, &by_script).unwrap();
+    let run = install(root, "generic", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains(&format!(
+            "\nupdate: {GENERIC_CONFIG} (previous version kept as {GENERIC_CONFIG}.previous)\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{}.previous", config.display())).unwrap(),
+        by_script
+    );
+}
+
+#[test]
+fn drop_in_joins_the_config_directory_and_validates_merged() {
+    if skip("drop_in_joins_the_config_directory_and_validates_merged") {
+        return;
+    }
+    let host = fake_host("fleet-dropin");
+    let root = host.path();
+    let dir = under(root, "/etc/kubernetes/credential-providers.d");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Another team's drop-in, for another provider: left alone, validated together with ours.
+    let other = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: other-provider\n  matchImages: [\"registry.example.com\"]\n  defaultCacheDuration: 1h\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n";
+    std::fs::write(dir.join("10-other.yaml"), other).unwrap();
+    let run = install(root, "generic", &["--drop-in"]);
+    // The other drop-in's binary is not in the bin dir: the kubelet would not start.
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stderr.starts_with("credential-provider-check: install: /etc/kubernetes/credential-providers.d with --bin-dir /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec as written: the kubelet would not start: "),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .ends_with("; roll back by renaming each .previous file over its file\n"),
+        "{}",
+        run.stderr
+    );
+    // Once it is there, the same run succeeds.
+    let other_bin = under(root, &format!("{GENERIC_BIN}/other-provider"));
+    std::fs::write(&other_bin, elf_header()).unwrap();
+    std::fs::set_permissions(&other_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let run = install(root, "generic", &["--drop-in"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("\nvalidated: /etc/kubernetes/credential-providers.d with --bin-dir /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\n"), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("10-other.yaml")).unwrap(),
+        other
+    );
+    let (init_text, _) = init("generic", &["--drop-in"]);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("50-kubelet-credential-providers.yaml")).unwrap(),
+        expected_config(&init_text)
+    );
+    // A drop-in that claims a provider of ours is refused before anything is written.
+    std::fs::write(
+        dir.join("20-dup.yaml"),
+        other.replace("other-provider", "ecr-credential-provider"),
+    )
+    .unwrap();
+    let before = snapshot(root);
+    let run = install(root, "generic", &["--drop-in", "--cache-duration", "1h"]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(run.stderr.starts_with("credential-provider-check: install: the kubelet would refuse /etc/kubernetes/credential-providers.d with this config: "), "{}", run.stderr);
+    assert!(
+        run.stderr.ends_with(" (nothing was changed)\n"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(snapshot(root), before);
+}
+
+#[test]
+fn usage_errors() {
+    if skip("usage_errors") {
+        return;
+    }
+    let host = fake_host("fleet-usage");
+    let root = host.path();
+    for (args, message) in [
+        (
+            vec!["--restart-kubelet"],
+            "--restart-kubelet: install never restarts the kubelet (a DaemonSet would restart every node's kubelet at once); restart it yourself: systemctl restart kubelet on the node",
+        ),
+        (
+            vec!["--format", "json"],
+            "install writes YAML: its first line records that this project wrote the file (drop --format json)",
+        ),
+        (
+            vec!["--drop-in", "--config-name", "x.conf"],
+            "--config-name must be a file name ending in .yaml or .yml (the kubelet skips other names), got \"x.conf\"",
+        ),
+    ] {
+        let run = install(root, "generic", &args);
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr),
+            (2, "", format!("credential-provider-check: {message}\n")),
+            "{args:?}"
+        );
+    }
+    let run = install(root, "aks-windows", &[]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            2,
+            "credential-provider-check: install writes Linux nodes; for --platform aks-windows see docs/install.md\n"
+        )
+    );
+}
+
+#[test]
+fn wait_exits_zero_on_sigterm() {
+    if skip("wait_exits_zero_on_sigterm") {
+        return;
+    }
+    let mut child = Command::new(common::checker())
+        .arg("wait")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line, "waiting for SIGTERM\n");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
