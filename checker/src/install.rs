@@ -56,6 +56,14 @@ pub struct InstallArgs {
     /// Refused: install never restarts the kubelet; its report says how to, per platform.
     #[arg(long)]
     restart_kubelet: bool,
+    /// Replace same-named binaries this project did not write (the platform's own, such as the
+    /// ecr-credential-provider an EKS AMI ships), keeping each as `<name>.previous`.
+    #[arg(long)]
+    replace_platform_binaries: bool,
+    /// Install the binaries only and leave the node's config as the platform wrote it (it already
+    /// names them); that config is validated against the new binaries.
+    #[arg(long)]
+    binaries_only: bool,
     /// The config's options, as `init` takes them.
     #[command(flatten)]
     init: InitArgs,
@@ -468,12 +476,63 @@ mod imp {
         Ok(())
     }
 
+    /// The config as `install` would write it, checked with the kubelet's rules in a scratch
+    /// directory (in drop-in mode merged with the directory's other files) before anything is
+    /// written.
+    fn validate_staged(
+        args: &InstallArgs,
+        root: &Path,
+        target: &str,
+        config_file: &str,
+    ) -> Result<(), InstallError> {
+        let stage = Stage(std::env::temp_dir().join(format!(
+            "kcp-install-{}-{}",
+            std::process::id(),
+            sha256::hex(root.as_os_str().as_encoded_bytes())
+        )));
+        let _ = fs::remove_dir_all(&stage.0);
+        make_dirs(&stage.0)?;
+        let staged = if args.init.drop_in() {
+            let real_dir = under(root, target);
+            if let Ok(entries) = fs::read_dir(&real_dir) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    let name = name.to_string_lossy();
+                    let kubelet_reads = [".json", ".yaml", ".yml"]
+                        .iter()
+                        .any(|ext| name.ends_with(ext));
+                    if kubelet_reads && *name != *args.config_name {
+                        let _ = fs::copy(entry.path(), stage.0.join(&*name));
+                    }
+                }
+            }
+            fs::write(stage.0.join(&args.config_name), config_file)
+                .or_else(|e| refused(format!("staging the config: {e}")))?;
+            stage.0.clone()
+        } else {
+            let file = stage.0.join("config.yaml");
+            fs::write(&file, config_file)
+                .or_else(|e| refused(format!("staging the config: {e}")))?;
+            file
+        };
+        if let Some(why) = kubelet_refusal(&staged, None) {
+            return refused(format!(
+                "the kubelet would refuse {target} with this config: {why} (nothing was changed)"
+            ));
+        }
+        drop(stage);
+        Ok(())
+    }
+
     /// The whole run: see the module's documentation.
     #[allow(clippy::print_stdout)]
     pub fn install(args: &InstallArgs) -> Result<u8, InstallError> {
         let root = &args.host_root;
         if !root.is_dir() {
             return usage(format!("--host-root {} is not a directory", root.display()));
+        }
+        if args.binaries_only && args.init.drop_in() {
+            return usage("--binaries-only leaves the config alone: it cannot go with --drop-in");
         }
         let generated = init::generate_explained(&args.init).map_err(|e| match e {
             InitError::Usage(m) => InstallError::Usage(m),
@@ -528,11 +587,13 @@ mod imp {
                 content,
                 0o755,
                 |have| {
-                    if known.as_deref() == Some(sha256::hex(have).as_str()) {
+                    if args.replace_platform_binaries
+                        || known.as_deref() == Some(sha256::hex(have).as_str())
+                    {
                         Ok(())
                     } else {
                         Err(format!(
-                            "{node} exists and was not installed by this project (its checksum is not in {MANIFEST}); remove it or choose another --bin-dir"
+                            "{node} exists and was not installed by this project (its checksum is not in {MANIFEST}); remove it, choose another --bin-dir, or take it over with --replace-platform-binaries"
                         ))
                     }
                 },
@@ -552,39 +613,50 @@ mod imp {
             target.clone()
         };
         let real_config = under(root, &node_config);
-        let config_plan = plan(
-            node_config.clone(),
-            real_config.clone(),
-            config_file.clone().into_bytes(),
-            0o644,
-            |have| {
-                let text = String::from_utf8_lossy(have);
-                match marker_hash(&text) {
-                    Some(hash) => {
-                        let rest = text.split_once('\n').map_or("", |(_, r)| r);
-                        if sha256::hex(rest.as_bytes()) == hash {
-                            Ok(())
-                        } else {
-                            Err(format!(
-                                "{node_config} was edited by hand since this project wrote it; move your edits to another file, then remove it"
-                            ))
+        let config_plan = if args.binaries_only {
+            // The platform's config stays; it must exist, or the kubelet runs no plugin at all.
+            if !real_config.is_file() {
+                refusals.push(format!(
+                    "--binaries-only: {node_config} does not exist, so nothing would run these binaries; drop --binaries-only to write a config"
+                ));
+            }
+            None
+        } else {
+            Some(plan(
+                node_config.clone(),
+                real_config.clone(),
+                config_file.clone().into_bytes(),
+                0o644,
+                |have| {
+                    let text = String::from_utf8_lossy(have);
+                    match marker_hash(&text) {
+                        Some(hash) => {
+                            let rest = text.split_once('\n').map_or("", |(_, r)| r);
+                            if sha256::hex(rest.as_bytes()) == hash {
+                                Ok(())
+                            } else {
+                                Err(format!(
+                                    "{node_config} was edited by hand since this project wrote it; move your edits to another file, then remove it"
+                                ))
+                            }
                         }
+                        None => Err(if args.init.drop_in() {
+                            format!(
+                                "{node_config} exists and was not written by this project; choose another --config-name"
+                            )
+                        } else {
+                            format!(
+                                "{node_config} exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path"
+                            )
+                        }),
                     }
-                    None => Err(if args.init.drop_in() {
-                        format!(
-                            "{node_config} exists and was not written by this project; choose another --config-name"
-                        )
-                    } else {
-                        format!(
-                            "{node_config} exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path"
-                        )
-                    }),
-                }
-            },
-        );
+                },
+            ))
+        };
         match config_plan {
-            Ok(p) => planned.push(p),
-            Err(why) => refusals.push(why),
+            Some(Ok(p)) => planned.push(p),
+            Some(Err(why)) => refusals.push(why),
+            None => {}
         }
         if let Some((last, others)) = refusals.split_last() {
             for r in others {
@@ -595,55 +667,28 @@ mod imp {
 
         // Validate the config before it is written: alone, or merged with the directory's other
         // files exactly as the kubelet would read them.
-        let stage = Stage(std::env::temp_dir().join(format!(
-            "kcp-install-{}-{}",
-            std::process::id(),
-            sha256::hex(root.as_os_str().as_encoded_bytes())
-        )));
-        let _ = fs::remove_dir_all(&stage.0);
-        make_dirs(&stage.0)?;
-        let staged = if args.init.drop_in() {
-            let real_dir = under(root, &target);
-            if let Ok(entries) = fs::read_dir(&real_dir) {
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
-                    let name = name.to_string_lossy();
-                    let kubelet_reads = [".json", ".yaml", ".yml"]
-                        .iter()
-                        .any(|ext| name.ends_with(ext));
-                    if kubelet_reads && *name != *args.config_name {
-                        let _ = fs::copy(entry.path(), stage.0.join(&*name));
-                    }
-                }
-            }
-            fs::write(stage.0.join(&args.config_name), &config_file)
-                .or_else(|e| refused(format!("staging the config: {e}")))?;
-            stage.0.clone()
-        } else {
-            let file = stage.0.join("config.yaml");
-            fs::write(&file, &config_file)
-                .or_else(|e| refused(format!("staging the config: {e}")))?;
-            file
-        };
-        if let Some(why) = kubelet_refusal(&staged, None) {
-            return refused(format!(
-                "the kubelet would refuse {target} with this config: {why} (nothing was changed)"
-            ));
+        if !args.binaries_only {
+            validate_staged(args, root, &target, &config_file)?;
         }
-        drop(stage);
 
         let changes = planned.iter().filter(|p| p.verb != Verb::Unchanged).count()
             + usize::from(new_manifest != old_manifest);
-        let config_changed = planned
-            .last()
-            .is_some_and(|p| p.verb != Verb::Unchanged && p.verb != Verb::Chmod);
+        let config_changed = !args.binaries_only
+            && planned
+                .last()
+                .is_some_and(|p| p.verb != Verb::Unchanged && p.verb != Verb::Chmod);
         let mut out = String::new();
         let would = if args.dry_run { "would " } else { "" };
         out.push_str(&format!("host root: {}\n", root.display()));
 
-        let (config_step, binary_steps) = planned
-            .split_last()
-            .ok_or_else(|| InstallError::Refused("nothing planned (a bug)".to_owned()))?;
+        let (config_step, binary_steps) = if args.binaries_only {
+            (None, &planned[..])
+        } else {
+            let (config, binaries) = planned
+                .split_last()
+                .ok_or_else(|| InstallError::Refused("nothing planned (a bug)".to_owned()))?;
+            (Some(config), binaries)
+        };
         for p in binary_steps {
             apply(p, args.dry_run, &mut out)?;
         }
@@ -655,7 +700,9 @@ mod imp {
                 atomic_write(&manifest_path, new_manifest.as_bytes(), 0o644)?;
             }
         }
-        apply(config_step, args.dry_run, &mut out)?;
+        if let Some(config_step) = config_step {
+            apply(config_step, args.dry_run, &mut out)?;
+        }
 
         if args.dry_run {
             if config_changed {

@@ -567,7 +567,7 @@ fn files_it_did_not_write_are_never_replaced() {
         (run.code, run.stderr.as_str()),
         (
             1,
-            "credential-provider-check: install: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/ecr-credential-provider exists and was not installed by this project (its checksum is not in .kubelet-credential-providers.sha256); remove it or choose another --bin-dir (nothing was changed)\n"
+            "credential-provider-check: install: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/ecr-credential-provider exists and was not installed by this project (its checksum is not in .kubelet-credential-providers.sha256); remove it, choose another --bin-dir, or take it over with --replace-platform-binaries (nothing was changed)\n"
         )
     );
     assert_eq!(snapshot(root), before);
@@ -590,6 +590,105 @@ fn files_it_did_not_write_are_never_replaced() {
         )
     );
     assert_eq!(snapshot(root), before);
+}
+
+/// A stock EKS node: the AMI's ecr-credential-provider and nodeadm's config.json, which already
+/// names it. What the eks overlay does (`--binaries-only --replace-platform-binaries`) replaces the
+/// binary, keeps the AMI's as `.previous`, leaves the config byte for byte, and validates it
+/// against the new binary.
+#[test]
+fn platform_binaries_are_taken_over_only_when_asked_and_the_platform_config_stays() {
+    if skip("platform_binaries_are_taken_over_only_when_asked_and_the_platform_config_stays") {
+        return;
+    }
+    let host = fake_host("fleet-eks-ami");
+    let root = host.path();
+    let bin_dir = "/etc/eks/image-credential-provider";
+    let bin = under(root, &format!("{bin_dir}/ecr-credential-provider"));
+    std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
+    let mut ami = elf_header();
+    ami.extend_from_slice(b"the AMI's own build");
+    std::fs::write(&bin, &ami).unwrap();
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = under(root, &format!("{bin_dir}/config.json"));
+    let nodeadm = r#"{"apiVersion":"kubelet.config.k8s.io/v1","kind":"CredentialProviderConfig","providers":[{"name":"ecr-credential-provider","matchImages":["*.dkr.ecr.*.amazonaws.com"],"defaultCacheDuration":"12h","apiVersion":"credentialprovider.kubelet.k8s.io/v1"}]}"#;
+    std::fs::write(&config, nodeadm).unwrap();
+    let release = fake_release("v1");
+    let run_eks = |args: &[&str]| {
+        let mut all: Vec<std::ffi::OsString> = vec![
+            "install".into(),
+            "--host-root".into(),
+            root.into(),
+            "--from".into(),
+            release.path().into(),
+            "--providers".into(),
+            "ecr".into(),
+            "--platform".into(),
+            "eks".into(),
+        ];
+        all.extend(args.iter().map(Into::into));
+        check(all)
+    };
+
+    // Not asked: nothing changes.
+    let before = snapshot(root);
+    let run = run_eks(&["--binaries-only"]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "credential-provider-check: install: /etc/eks/image-credential-provider/ecr-credential-provider exists and was not installed by this project (its checksum is not in .kubelet-credential-providers.sha256); remove it, choose another --bin-dir, or take it over with --replace-platform-binaries (nothing was changed)\n"
+        )
+    );
+    assert_eq!(snapshot(root), before);
+
+    // Asked: the binary is ours, the AMI's kept, the config untouched and valid.
+    let run = run_eks(&["--binaries-only", "--replace-platform-binaries"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let new = std::fs::read(release.path().join("ecr-credential-provider")).unwrap();
+    assert_eq!(std::fs::read(&bin).unwrap(), new);
+    assert_eq!(mode(&bin), 0o755);
+    let previous = under(root, &format!("{bin_dir}/ecr-credential-provider.previous"));
+    assert_eq!(std::fs::read(&previous).unwrap(), ami);
+    assert_eq!(std::fs::read_to_string(&config).unwrap(), nodeadm);
+    assert!(
+        run.stdout.starts_with(&format!(
+            "host root: {}\nupdate: {bin_dir}/ecr-credential-provider (previous version kept as {bin_dir}/ecr-credential-provider.previous)\nrecord checksums: {bin_dir}/{MANIFEST}\nvalidated: {bin_dir}/config.json with --bin-dir {bin_dir}\n2 change(s) made\n",
+            root.display()
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("restart the kubelet"),
+        "{}",
+        run.stdout
+    );
+
+    // A rerun: nothing to do, the AMI's binary still kept.
+    let before = snapshot(root);
+    let run = run_eks(&["--binaries-only", "--replace-platform-binaries"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("nothing to do: everything is up to date\n"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(snapshot(root), before);
+
+    // No platform config: --binaries-only would leave the binaries unused.
+    let bare = fake_host("fleet-eks-bare");
+    let run = install(bare.path(), "eks", &["--binaries-only"]);
+    assert_eq!(
+        (run.code, run.stderr.as_str()),
+        (
+            1,
+            "credential-provider-check: install: --binaries-only: /etc/eks/image-credential-provider/config.json does not exist, so nothing would run these binaries; drop --binaries-only to write a config (nothing was changed)\n"
+        )
+    );
+    let run = install(bare.path(), "eks", &["--binaries-only", "--drop-in"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
 }
 
 #[test]
