@@ -4,6 +4,12 @@
 
 use std::time::Duration;
 
+use aws_config::ecs::EcsCredentialsProvider;
+use aws_config::environment::credentials::EnvironmentVariableCredentialsProvider;
+use aws_config::imds::credentials::ImdsCredentialsProvider;
+use aws_config::meta::credentials::CredentialsProviderChain;
+use aws_config::profile::ProfileFileCredentialsProvider;
+use aws_config::provider_config::ProviderConfig;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -74,39 +80,118 @@ pub async fn load(
         )?,
         deadline,
     );
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .operation_attempt_timeout(deadline.cap(ATTEMPT_TIMEOUT))
+        .operation_timeout(deadline.remaining())
+        .build();
     let mut loader = aws_config::defaults(BehaviorVersion::latest())
-        .http_client(transport)
-        .timeout_config(
-            TimeoutConfig::builder()
-                .connect_timeout(CONNECT_TIMEOUT)
-                .operation_attempt_timeout(deadline.cap(ATTEMPT_TIMEOUT))
-                .operation_timeout(deadline.remaining())
-                .build(),
-        );
-    if std::env::var_os("AWS_MAX_ATTEMPTS").is_none()
-        && std::env::var_os("AWS_RETRY_MODE").is_none()
-    {
-        // Standard mode: jittered exponential backoff on throttling, 5xx and connection errors.
-        loader = loader.retry_config(
-            RetryConfig::standard()
-                .with_max_attempts(4)
-                .with_initial_backoff(Duration::from_millis(300))
-                .with_max_backoff(Duration::from_secs(5)),
-        );
+        .http_client(transport.clone())
+        .timeout_config(timeouts.clone());
+    // Standard mode: jittered exponential backoff on throttling, 5xx and connection errors,
+    // unless the environment chooses.
+    let retry = (std::env::var_os("AWS_MAX_ATTEMPTS").is_none()
+        && std::env::var_os("AWS_RETRY_MODE").is_none())
+    .then(|| {
+        RetryConfig::standard()
+            .with_max_attempts(4)
+            .with_initial_backoff(Duration::from_millis(300))
+            .with_max_backoff(Duration::from_secs(5))
+    });
+    if let Some(retry) = &retry {
+        loader = loader.retry_config(retry.clone());
     }
     if let Some(region) = &endpoints.region {
         loader = loader.region(Region::new(region.clone()));
     }
-    if endpoint_override(service_env).is_none() {
-        // Only ever switch these on: AWS_USE_FIPS_ENDPOINT=true from the environment must survive.
-        if endpoints.fips {
-            loader = loader.use_fips(true);
-        }
-        if endpoints.dual_stack {
-            loader = loader.use_dual_stack(true);
-        }
+    // Only ever switch these on: AWS_USE_FIPS_ENDPOINT=true from the environment must survive.
+    let fips = endpoint_override(service_env).is_none() && endpoints.fips;
+    let dual_stack = endpoint_override(service_env).is_none() && endpoints.dual_stack;
+    if fips {
+        loader = loader.use_fips(true);
+    }
+    if dual_stack {
+        loader = loader.use_dual_stack(true);
+    }
+    if let Some(region) = &endpoints.region
+        && std::env::var_os(WEB_IDENTITY_TOKEN_FILE).is_none()
+    {
+        let chain =
+            chain_without_web_identity(transport, region, fips, dual_stack, timeouts, retry).await;
+        loader = loader.credentials_provider(chain);
     }
     Ok(loader.load().await)
+}
+
+/// The variable that turns aws-config's web-identity credential provider on.
+const WEB_IDENTITY_TOKEN_FILE: &str = "AWS_WEB_IDENTITY_TOKEN_FILE";
+
+/// aws-config's default credential chain without its web-identity link, for runs where that
+/// link would find nothing (no `AWS_WEB_IDENTITY_TOKEN_FILE`): aws-config builds an STS client for
+/// it on every run, even when it is never asked, and that costs about 0.85M instructions (a
+/// quarter of a cold exec, mostly parsing STS's endpoint rules). The same links in the same order
+/// and with the settings `ConfigLoader::load` gives them: environment, profile (whose own
+/// assume-role and web-identity entries build their STS clients only when used), container,
+/// instance metadata.
+async fn chain_without_web_identity(
+    transport: SharedTransport,
+    region: &str,
+    fips: bool,
+    dual_stack: bool,
+    mut timeouts: TimeoutConfig,
+    retry: Option<RetryConfig>,
+) -> CredentialsProviderChain {
+    use aws_config::default_provider::{retry_config, timeout_config, use_dual_stack, use_fips};
+    let conf = ProviderConfig::default()
+        .with_http_client(transport)
+        .with_behavior_version(Some(BehaviorVersion::latest()))
+        .with_region(Some(Region::new(region.to_owned())));
+    let use_fips = if fips {
+        Some(true)
+    } else {
+        use_fips::use_fips_provider(&conf).await
+    };
+    let use_dual_stack = if dual_stack {
+        Some(true)
+    } else {
+        use_dual_stack::use_dual_stack_provider(&conf).await
+    };
+    let conf = conf
+        .with_use_fips(use_fips)
+        .with_use_dual_stack(use_dual_stack);
+    let retry = match retry {
+        Some(retry) => retry,
+        None => {
+            retry_config::default_provider()
+                .configure(&conf)
+                .retry_config()
+                .await
+        }
+    };
+    let base = timeout_config::default_provider()
+        .configure(&conf)
+        .timeout_config()
+        .await;
+    timeouts.take_defaults_from(&base);
+    let conf = conf.with_retry_config(retry).with_timeout_config(timeouts);
+    CredentialsProviderChain::first_try(
+        "Environment",
+        EnvironmentVariableCredentialsProvider::new(),
+    )
+    .or_else(
+        "Profile",
+        ProfileFileCredentialsProvider::builder()
+            .configure(&conf)
+            .build(),
+    )
+    .or_else(
+        "EcsContainer",
+        EcsCredentialsProvider::builder().configure(&conf).build(),
+    )
+    .or_else(
+        "Ec2InstanceMetadata",
+        ImdsCredentialsProvider::builder().configure(&conf).build(),
+    )
 }
 
 /// Where the default chain will most likely take credentials from, for error messages. The SDK
