@@ -197,7 +197,7 @@ impl Plugin {
         }
         let bytes = encode_request(api_version, image, token, annotations);
         Outcome::new(Outcome {
-            exec: self.run(&bytes),
+            exec: self.exec.run(&bytes),
             api_version: Some(api_version),
             image: image.to_owned(),
             token: token.map(str::to_owned),
@@ -205,32 +205,10 @@ impl Plugin {
         })
     }
 
-    /// One exec. Under wine (Windows binaries under test) an exec that exits non-zero with no
-    /// output at all is run once more, said on the real stderr: Debian's wine 8 sometimes fails
-    /// its own start-up that way when several execs start at once, before the program runs. Our
-    /// plugins never end like that (a failure is always one stderr line), and the native and
-    /// qemu runs, which never retry, would show it if they did.
-    fn run(&self, stdin: &[u8]) -> ExecOutcome {
-        let first = self.exec.run(stdin);
-        let silent_failure = first.exit_code.is_some_and(|c| c != 0)
-            && !first.timed_out
-            && first.stdout.is_empty()
-            && first.stderr.is_empty();
-        if windows_target() && silent_failure {
-            eprintln!(
-                "RETRIED on {}: an exec exited {:?} with no output at all (wine start-up); running it again",
-                cross_target().unwrap_or_default(),
-                first.exit_code
-            );
-            return self.exec.run(stdin);
-        }
-        first
-    }
-
     /// Sends arbitrary bytes on stdin.
     pub fn raw(&self, stdin: &[u8]) -> Outcome {
         Outcome::new(Outcome {
-            exec: self.run(stdin),
+            exec: self.exec.run(stdin),
             api_version: None,
             image: String::new(),
             token: None,
