@@ -8,13 +8,12 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{Run, check, target_bin_dir};
+use common::{Run, check, snapshot, target_bin_dir};
 use kcp_testkit::TempDir;
 
 const MANIFEST: &str = ".kubelet-credential-providers.sha256";
@@ -192,41 +191,6 @@ fn mode(path: &Path) -> u32 {
         .permissions()
         .mode()
         & 0o7777
-}
-
-/// What a change to one entry would touch: mode, size, mtime (s, ns), inode, content.
-type Entry = (u32, u64, i64, i64, u64, Vec<u8>);
-
-/// Every entry under `root`.
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let content = if meta.is_file() {
-                std::fs::read(&path).unwrap()
-            } else {
-                Vec::new()
-            };
-            out.insert(
-                path.strip_prefix(root).unwrap().to_path_buf(),
-                (
-                    meta.mode(),
-                    meta.len(),
-                    meta.mtime(),
-                    meta.mtime_nsec(),
-                    meta.ino(),
-                    content,
-                ),
-            );
-            if meta.is_dir() {
-                walk(root, &path, out);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
 }
 
 /// Regular files and symlinks under `root`, as node paths, with their modes.

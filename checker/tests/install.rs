@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Run, check, messages, target_bin_dir, write_script};
+use common::{Run, check, messages, snapshot, target_bin_dir, write_script};
 use kcp_testkit::TempDir;
 
 const BIN_DIR: &str = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
@@ -47,9 +46,6 @@ fn install_with(root: &Path, from: &Path, checker: &Path, args: &[&str]) -> Run 
     Run::from_output(out)
 }
 
-/// What a change to one entry would touch: mode, size, mtime (s, ns), inode, content.
-type Entry = (u32, u64, i64, i64, u64, Vec<u8>);
-
 /// Every entry under `root`.
 /// A config directory under `root` holding the real platform config `real` as `name`.
 fn platform_drop_in(root: &Path, real: &str, name: &str) -> PathBuf {
@@ -61,37 +57,6 @@ fn platform_drop_in(root: &Path, real: &str, name: &str) -> PathBuf {
     )
     .unwrap();
     conf_d
-}
-
-fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let content = if meta.is_file() {
-                std::fs::read(&path).unwrap()
-            } else {
-                Vec::new()
-            };
-            out.insert(
-                path.strip_prefix(root).unwrap().to_path_buf(),
-                (
-                    meta.mode(),
-                    meta.len(),
-                    meta.mtime(),
-                    meta.mtime_nsec(),
-                    meta.ino(),
-                    content,
-                ),
-            );
-            if meta.is_dir() {
-                walk(root, &path, out);
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
 }
 
 fn files(root: &Path) -> Vec<String> {

@@ -2,6 +2,9 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
+#[cfg(unix)]
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -142,4 +145,41 @@ pub fn exe(name: &str) -> String {
     } else {
         name.to_owned()
     }
+}
+
+#[cfg(unix)]
+/// What a change to one entry would touch: mode, size, mtime (s, ns), inode, content.
+pub type Entry = (u32, u64, i64, i64, u64, Vec<u8>);
+
+/// Every entry under `root` (a fake host root), to show that a run changed nothing.
+#[cfg(unix)]
+pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let content = if meta.is_file() {
+                std::fs::read(&path).unwrap()
+            } else {
+                Vec::new()
+            };
+            out.insert(
+                path.strip_prefix(root).unwrap().to_path_buf(),
+                (
+                    meta.mode(),
+                    meta.len(),
+                    meta.mtime(),
+                    meta.mtime_nsec(),
+                    meta.ino(),
+                    content,
+                ),
+            );
+            if meta.is_dir() {
+                walk(root, &path, out);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
 }

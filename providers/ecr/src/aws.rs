@@ -105,8 +105,9 @@ pub async fn load(
         loader = loader.region(Region::new(region.clone()));
     }
     // Only ever switch these on: AWS_USE_FIPS_ENDPOINT=true from the environment must survive.
-    let fips = endpoint_override(service_env).is_none() && endpoints.fips;
-    let dual_stack = endpoint_override(service_env).is_none() && endpoints.dual_stack;
+    let own_endpoints = endpoint_override(service_env).is_none();
+    let fips = own_endpoints && endpoints.fips;
+    let dual_stack = own_endpoints && endpoints.dual_stack;
     if fips {
         loader = loader.use_fips(true);
     }
