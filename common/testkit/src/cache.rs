@@ -38,6 +38,18 @@ pub fn herd(
         .collect()
 }
 
+/// The warnings a herd's execs logged, one per line, prefixed with the exec's index: why an
+/// exec fetched instead of waiting on the lock, for a failing assertion to show.
+pub fn herd_warnings(outcomes: &[Outcome]) -> String {
+    let mut out = String::new();
+    for (i, outcome) in outcomes.iter().enumerate() {
+        for line in outcome.stderr().lines().filter(|l| l.contains(" WARN ")) {
+            out.push_str(&format!("exec {i}: {line}\n"));
+        }
+    }
+    out
+}
+
 /// One entry of a token cache directory, as the plugin wrote it.
 #[derive(Debug)]
 pub struct CacheEntry {

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use kcp_kubelet::ApiVersion;
 use kcp_kubelet::duration::GoDuration;
 use kcp_testkit::Plugin;
-use kcp_testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_testkit::cache::{cache_entries, herd, herd_warnings, service_account_token};
 use kcp_testkit::fake::FakeResponse;
 use support::*;
 
@@ -55,7 +55,12 @@ fn sixty_four_concurrent_execs_make_one_identity_call_and_one_exchange() {
         );
         cache_duration_of(&out.stdout());
     }
-    assert_eq!(upstream_calls(&world), (1, 1, 1));
+    assert_eq!(
+        upstream_calls(&world),
+        (1, 1, 1),
+        "{}",
+        herd_warnings(&outcomes)
+    );
     let entries = cache_entries(&world.dir.path().join("cache"), 1);
     assert_eq!(entries[0].json["password"], refresh.as_str());
     assert_eq!(entries[0].json["username"], NULL_GUID);

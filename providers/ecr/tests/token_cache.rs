@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kcp_kubelet::ApiVersion;
 use kcp_kubelet::duration::GoDuration;
-use kcp_testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_testkit::cache::{cache_entries, herd, herd_warnings, service_account_token};
 use kcp_testkit::fake::FakeServer;
 use kcp_testkit::{Plugin, TempDir};
 use support::*;
@@ -68,7 +68,12 @@ fn sixty_four_concurrent_execs_make_one_ecr_call() {
         let slack = started.elapsed().as_secs() as i64 + 1;
         assert!((6 * 3600 - slack..=6 * 3600).contains(&d), "{d}");
     }
-    assert_eq!(ecr.requests().len(), 1, "one upstream call for 64 execs");
+    assert_eq!(
+        ecr.requests().len(),
+        1,
+        "one upstream call for 64 execs\n{}",
+        herd_warnings(&outcomes)
+    );
     let entries = cache_entries(&dir.path().join("cache"), 1);
     let entry = &entries[0].json;
     assert_eq!(entry["username"], "AWS");

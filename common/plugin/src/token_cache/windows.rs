@@ -4,8 +4,8 @@
 //! - the directory is created with a protected access list that grants access only to SYSTEM,
 //!   Administrators and the running account (the kubelet's, usually SYSTEM); an existing one
 //!   must be owned by one of them and is closed to everyone else when it is more open;
-//! - every file the cache creates gets that same protected list on its own handle (inheritance
-//!   is not relied on), before a byte is written;
+//! - every file the cache creates is created with that same protected list (inheritance is not
+//!   relied on), so no other process can open it under a looser one, even for an instant;
 //! - every file is opened with `FILE_FLAG_OPEN_REPARSE_POINT`, so a symlink or junction is
 //!   opened as itself and refused, never followed; and it is trusted only when the open handle
 //!   shows a regular file owned by one of those accounts whose access list lets nobody else in.
@@ -18,12 +18,12 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::windows::ffi::OsStrExt;
 use std::os::windows::fs::{MetadataExt, OpenOptionsExt};
-use std::os::windows::io::AsRawHandle;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, RawHandle};
 use std::path::Path;
 use std::time::SystemTime;
 
 use windows_sys::Win32::Foundation::{
-    GENERIC_READ, GENERIC_WRITE, HANDLE, HLOCAL, LocalFree, WIN32_ERROR,
+    GENERIC_READ, GENERIC_WRITE, HANDLE, HLOCAL, INVALID_HANDLE_VALUE, LocalFree, WIN32_ERROR,
 };
 use windows_sys::Win32::Security::Authorization::{
     ConvertSidToStringSidW, ConvertStringSecurityDescriptorToSecurityDescriptorW, GetSecurityInfo,
@@ -36,8 +36,9 @@ use windows_sys::Win32::Security::{
     TOKEN_OWNER, TOKEN_QUERY, TOKEN_USER, TokenOwner, TokenUser,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    CreateDirectoryW, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_REPARSE_POINT,
-    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, READ_CONTROL, WRITE_DAC,
+    CREATE_NEW, CreateDirectoryW, CreateFileW, FILE_ATTRIBUTE_DIRECTORY, FILE_ATTRIBUTE_NORMAL,
+    FILE_ATTRIBUTE_REPARSE_POINT, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    FILE_SHARE_DELETE, FILE_SHARE_READ, FILE_SHARE_WRITE, READ_CONTROL, WRITE_DAC,
 };
 use windows_sys::Win32::System::Threading::{GetCurrentProcess, OpenProcessToken};
 
@@ -229,22 +230,37 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8], owner: &Owner) -> std::io:
     result
 }
 
-/// Creates a new file (never opens an existing one) and gives it the cache's access list before
-/// anything is written to it.
+/// Creates a new file (never opens an existing one) with the cache's access list given at
+/// creation: no other exec can ever open it under a looser list (an inherited one, or whatever a
+/// later `SetSecurityInfo` would replace), not even for an instant.
 fn create_private(path: &Path, owner: &Owner) -> std::io::Result<File> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .access_mode(GENERIC_READ | GENERIC_WRITE | READ_CONTROL | WRITE_DAC)
-        .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
-        .open(path)?;
-    if let Err(e) = protect(&file, &owner.sddl(false)) {
-        drop(file);
-        let _ = fs::remove_file(path);
-        return Err(std::io::Error::other(e));
-    }
-    Ok(file)
+    let path = wide(path);
+    with_descriptor(&owner.sddl(false), |sd| {
+        let sa = SECURITY_ATTRIBUTES {
+            nLength: size_of::<SECURITY_ATTRIBUTES>() as u32,
+            lpSecurityDescriptor: sd,
+            bInheritHandle: 0,
+        };
+        // SAFETY: `path` is NUL-terminated and `sa` points at a valid descriptor for the call;
+        // a valid handle returned is owned by the `File` alone.
+        Ok(unsafe {
+            let handle = CreateFileW(
+                path.as_ptr(),
+                GENERIC_READ | GENERIC_WRITE | READ_CONTROL | WRITE_DAC,
+                FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
+                &sa,
+                CREATE_NEW,
+                FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
+                std::ptr::null_mut(),
+            );
+            if handle == INVALID_HANDLE_VALUE {
+                Err(std::io::Error::last_os_error())
+            } else {
+                Ok(File::from_raw_handle(handle as RawHandle))
+            }
+        })
+    })
+    .map_err(std::io::Error::other)?
 }
 
 /// A file we may trust: regular (not a directory, link or junction), owned by a trusted

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use kcp_kubelet::ApiVersion;
-use kcp_testkit::cache::{cache_entries, herd, service_account_token};
+use kcp_testkit::cache::{cache_entries, herd, herd_warnings, service_account_token};
 use kcp_testkit::fake::{FakeResponse, FakeServer};
 use kcp_testkit::{Plugin, TempDir, unix_now};
 
@@ -47,7 +47,12 @@ fn sixty_four_concurrent_execs_make_one_metadata_call() {
             ok.cache_duration
         );
     }
-    assert_eq!(md.requests().len(), 1, "one metadata call for 64 execs");
+    assert_eq!(
+        md.requests().len(),
+        1,
+        "one metadata call for 64 execs\n{}",
+        herd_warnings(&outcomes)
+    );
     let entries = cache_entries(&dir.path().join("cache"), 1);
     let key = entries[0].json["key"].as_str().unwrap();
     let host = md.addr().to_string();
