@@ -293,6 +293,12 @@ impl Outcome {
             self.stdout()
         );
         assert!(!self.exec.timed_out, "timed out{context}");
+        // What was read before then is all there is: say so rather than "no stderr line".
+        assert!(
+            !self.exec.pipes_held_open,
+            "stdout or stderr stayed open after the plugin exited: a process it started holds \
+             them (under wine: the system processes a fresh wineserver starts){context}"
+        );
         match self.exec.exit_code {
             Some(code) if code != 0 => {}
             other => panic!("expected a non-zero exit, got {other:?}{context}"),
