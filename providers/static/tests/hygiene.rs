@@ -79,12 +79,17 @@ impl Waiting {
             stderr: rx,
         };
         let until = Instant::now() + PATIENCE;
+        let mut seen = Vec::new();
         loop {
             let left = until.saturating_duration_since(Instant::now());
             match waiting.stderr.recv_timeout(left) {
                 Ok(line) if line.contains(READY) => return waiting,
-                Ok(_) => {}
-                Err(e) => panic!("the provider never reached reading stdin: {e}"),
+                Ok(line) => seen.push(line),
+                // As uid 65534, a binary under a directory closed to others cannot be run at all.
+                Err(e) => panic!(
+                    "the provider (uid {uid}) never reached reading stdin: {e}; its stderr:\n{}",
+                    seen.join("\n")
+                ),
             }
         }
     }
