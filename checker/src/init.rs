@@ -18,6 +18,8 @@ use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::validate;
 use serde::Serialize;
 
+use crate::{CommandError, usage};
+
 /// A provider of this project, as `--provider` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKind {
@@ -608,19 +610,6 @@ struct TokenAttrs {
     optional_service_account_annotation_keys: Vec<String>,
 }
 
-/// How `init` failed: a usage error (exit 2) or a config the kubelet would refuse (exit 1).
-#[derive(Debug)]
-pub enum InitError {
-    /// Bad or conflicting options.
-    Usage(String),
-    /// The generated config would be refused; the message says why.
-    Refused(String),
-}
-
-fn usage<T>(message: impl Into<String>) -> Result<T, InitError> {
-    Err(InitError::Usage(message.into()))
-}
-
 /// Comma-separated items, trimmed, empty ones dropped.
 fn split_commas(list: &str) -> Vec<String> {
     list.split(',')
@@ -632,7 +621,7 @@ fn split_commas(list: &str) -> Vec<String> {
 
 /// Paths in the config are the node's, absolute in its own spelling: `/...` on Linux, `C:\...`
 /// (or `C:/...`, `\\server\share`) on Windows.
-fn absolute(option: &str, path: &str, windows: bool) -> Result<(), InitError> {
+fn absolute(option: &str, path: &str, windows: bool) -> Result<(), CommandError> {
     let ok = if windows {
         let b = path.as_bytes();
         (b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b':' && matches!(b[2], b'\\' | b'/'))
@@ -675,7 +664,7 @@ impl InitArgs {
     }
 
     /// Every rule about the options themselves; the kubelet's rules come after.
-    fn check(&self) -> Result<Checked<'_>, InitError> {
+    fn check(&self) -> Result<Checked<'_>, CommandError> {
         let mut providers = Vec::new();
         for p in &self.providers {
             if !providers.contains(p) {
@@ -834,7 +823,7 @@ impl InitArgs {
 
     /// The `--acr-ib-*` options, checked as the provider checks its `--ib-*` flags (so a config
     /// init prints never fails at the provider's start), as acr args.
-    fn check_identity_bindings(&self, windows: bool) -> Result<Vec<String>, InitError> {
+    fn check_identity_bindings(&self, windows: bool) -> Result<Vec<String>, CommandError> {
         let others = [
             ("--ib-apiserver-ip", &self.acr_ib_apiserver_ip),
             ("--ib-default-client-id", &self.acr_ib_default_client_id),
@@ -880,7 +869,7 @@ impl InitArgs {
         Ok(args)
     }
 
-    fn check_gcr(&self) -> Result<Option<GcrIdentity>, InitError> {
+    fn check_gcr(&self) -> Result<Option<GcrIdentity>, CommandError> {
         let identity = &self.gcr_identity_provider;
         let project = &self.gcr_project_id;
         let wif = &self.gcr_wif_audience;
@@ -1189,7 +1178,7 @@ impl InitArgs {
 
 /// A mirror's source host (with port, if given as `host:port=destination`), read with the
 /// providers' own parser: one entry per option.
-fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String, InitError> {
+fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String, CommandError> {
     match kcp_kubelet::mirror::parse_entry(value) {
         Some(mirror) => Ok(mirror.source),
         None => usage(format!(
@@ -1341,12 +1330,12 @@ fn to_yaml(doc: &Document, header: &[String]) -> String {
 }
 
 /// What the kubelet's decoder must read back from the text: the document as `config::Provider`s.
-fn expected_providers(doc: &Document, source: &Path) -> Result<Vec<Provider>, InitError> {
+fn expected_providers(doc: &Document, source: &Path) -> Result<Vec<Provider>, CommandError> {
     doc.providers
         .iter()
         .map(|p| {
             let duration = GoDuration::parse(&p.default_cache_duration).map_err(|e| {
-                InitError::Refused(format!(
+                CommandError::Refused(format!(
                     "defaultCacheDuration {:?}: {e}",
                     p.default_cache_duration
                 ))
@@ -1385,25 +1374,25 @@ pub struct Generated {
 }
 
 /// Builds, checks and renders the config; nothing is printed here.
-pub fn generate(args: &InitArgs) -> Result<Generated, InitError> {
+pub fn generate(args: &InitArgs) -> Result<Generated, CommandError> {
     generate_with(args, args.explain)
 }
 
 /// [`generate`], with the `--explain` lines whatever the options say: `install` prints them in
 /// its report.
 #[cfg_attr(not(unix), allow(dead_code))]
-pub fn generate_explained(args: &InitArgs) -> Result<Generated, InitError> {
+pub fn generate_explained(args: &InitArgs) -> Result<Generated, CommandError> {
     generate_with(args, true)
 }
 
-fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, InitError> {
+fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, CommandError> {
     let checked = args.check()?;
     let doc = args.document(&checked);
     let text = match args.format {
         DocFormat::Yaml => to_yaml(&doc, &args.header(&doc)),
         DocFormat::Json => {
             let mut json = serde_json::to_string_pretty(&doc)
-                .map_err(|e| InitError::Refused(format!("writing JSON: {e}")))?;
+                .map_err(|e| CommandError::Refused(format!("writing JSON: {e}")))?;
             json.push('\n');
             json
         }
@@ -1412,12 +1401,12 @@ fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, InitError>
     // Read it back as the kubelet will: strict decode, the same data, then every rule.
     let source = PathBuf::from("<init>");
     let decoded = config::decode(&text, &source).map_err(|e| {
-        InitError::Refused(format!(
+        CommandError::Refused(format!(
             "the kubelet could not read the generated config: {e}"
         ))
     })?;
     if decoded != expected_providers(&doc, &source)? {
-        return Err(InitError::Refused(
+        return Err(CommandError::Refused(
             "the generated config does not read back as the data it was written from (a bug in init)".to_owned(),
         ));
     }
@@ -1428,7 +1417,7 @@ fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, InitError>
     };
     let v = validate::validate(&loaded, None);
     if let Some(message) = v.kubelet_message() {
-        return Err(InitError::Refused(format!(
+        return Err(CommandError::Refused(format!(
             "the kubelet would refuse this config: {message}"
         )));
     }
@@ -1445,25 +1434,17 @@ fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, InitError>
 }
 
 /// `init`: prints the config on stdout and nothing else there; returns the exit status.
-pub fn run(args: &InitArgs) -> Result<u8, String> {
-    match generate(args) {
-        Ok(generated) => {
-            for line in &generated.stderr {
-                eprintln!("{line}");
-            }
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(generated.text.as_bytes())
-                .and_then(|()| stdout.flush())
-                .map_err(|e| format!("writing the config to stdout: {e}"))?;
-            Ok(0)
-        }
-        Err(InitError::Usage(message)) => Err(message),
-        Err(InitError::Refused(message)) => {
-            eprintln!("credential-provider-check: init: {message}");
-            Ok(crate::NO)
-        }
+pub fn run(args: &InitArgs) -> Result<u8, CommandError> {
+    let generated = generate(args)?;
+    for line in &generated.stderr {
+        eprintln!("{line}");
     }
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(generated.text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| CommandError::Usage(format!("writing the config to stdout: {e}")))?;
+    Ok(0)
 }
 
 #[cfg(test)]

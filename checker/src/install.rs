@@ -21,8 +21,9 @@ use std::path::{Component, Path, PathBuf};
 use clap::Args;
 use kcp_kubelet::{config, validate};
 
-use crate::init::{self, InitArgs, InitError};
+use crate::init::{self, InitArgs};
 use crate::sha256;
+use crate::{CommandError, refused, usage};
 
 /// The checksum file `scripts/install` keeps in the bin dir: `<sha256>  <name>` per binary it
 /// installed. Shared, so either tool can upgrade what the other wrote.
@@ -69,24 +70,6 @@ pub struct InstallArgs {
     init: InitArgs,
 }
 
-/// Why `install` stopped: a usage error (exit 2) or a refusal (exit 1). Nothing was written
-/// unless the message says so.
-#[derive(Debug)]
-pub enum InstallError {
-    /// Bad or conflicting options.
-    Usage(String),
-    /// The node is not in a state this tool may change, or what it wrote does not validate.
-    Refused(String),
-}
-
-fn refused<T>(message: impl Into<String>) -> Result<T, InstallError> {
-    Err(InstallError::Refused(message.into()))
-}
-
-fn usage<T>(message: impl Into<String>) -> Result<T, InstallError> {
-    Err(InstallError::Usage(message.into()))
-}
-
 /// How the kubelet is restarted on each platform, for the report (never run by `install`).
 fn restart_hint(platform: &str) -> &'static str {
     match platform {
@@ -98,7 +81,7 @@ fn restart_hint(platform: &str) -> &'static str {
 }
 
 /// `install`: plans, checks, writes, validates and reports; returns the exit status.
-pub fn run(args: &InstallArgs) -> Result<u8, InstallError> {
+pub fn run(args: &InstallArgs) -> Result<u8, CommandError> {
     if args.restart_kubelet {
         return usage(format!(
             "--restart-kubelet: install never restarts the kubelet (a DaemonSet would restart every node's kubelet at once); restart it yourself: {}",
@@ -261,10 +244,10 @@ fn manifest_text(recorded: &BTreeMap<String, String>) -> String {
 
 #[cfg(not(unix))]
 mod imp {
-    use super::{InstallArgs, InstallError};
+    use super::{CommandError, InstallArgs};
 
     /// Windows: the installer writes Linux nodes only.
-    pub fn install(_args: &InstallArgs) -> Result<u8, InstallError> {
+    pub fn install(_args: &InstallArgs) -> Result<u8, CommandError> {
         super::usage("install writes Linux nodes and runs on Linux only")
     }
 }
@@ -278,8 +261,8 @@ mod imp {
     use std::path::{Path, PathBuf};
 
     use super::{
-        HOST_ELF, InitError, InstallArgs, InstallError, MANIFEST, MARKER_PREFIX, Machine, PREVIOUS,
-        Verb, config, elf_machine, init, manifest_text, marker_hash, parse_manifest, refused,
+        CommandError, HOST_ELF, InstallArgs, MANIFEST, MARKER_PREFIX, Machine, PREVIOUS, Verb,
+        config, elf_machine, init, manifest_text, marker_hash, parse_manifest, refused,
         resolve_under, restart_hint, sha256, under, usage, validate,
     };
 
@@ -294,7 +277,7 @@ mod imp {
         mode: u32,
     }
 
-    fn read(path: &Path) -> Result<Vec<u8>, InstallError> {
+    fn read(path: &Path) -> Result<Vec<u8>, CommandError> {
         fs::read(path).or_else(|e| refused(format!("reading {}: {e}", path.display())))
     }
 
@@ -303,7 +286,7 @@ mod imp {
     }
 
     /// The host's architecture, from the first ELF file of [`HOST_ELF`] on the host root.
-    fn host_machine(root: &Path) -> Result<(Machine, String), InstallError> {
+    fn host_machine(root: &Path) -> Result<(Machine, String), CommandError> {
         for node in HOST_ELF {
             let Some(path) = resolve_under(root, Path::new(node)) else {
                 continue;
@@ -366,7 +349,7 @@ mod imp {
 
     /// Writes `content` to `path` with `mode` so that no reader ever sees a partial file: a temp
     /// file in the same directory, fsynced, renamed over `path`, then the directory fsynced.
-    fn atomic_write(path: &Path, content: &[u8], mode: u32) -> Result<(), InstallError> {
+    fn atomic_write(path: &Path, content: &[u8], mode: u32) -> Result<(), CommandError> {
         let dir = path.parent().unwrap_or(Path::new("/"));
         let name = path
             .file_name()
@@ -394,7 +377,7 @@ mod imp {
     }
 
     /// Creates `dir` and its missing parents with mode 0755.
-    fn make_dirs(dir: &Path) -> Result<(), InstallError> {
+    fn make_dirs(dir: &Path) -> Result<(), CommandError> {
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o755)
@@ -438,7 +421,7 @@ mod imp {
     }
 
     /// Carries out one planned step (or, in a dry run, only says what it would do).
-    fn apply(p: &Planned, dry_run: bool, out: &mut String) -> Result<(), InstallError> {
+    fn apply(p: &Planned, dry_run: bool, out: &mut String) -> Result<(), CommandError> {
         let would = if dry_run { "would " } else { "" };
         match p.verb {
             Verb::Unchanged => out.push_str(&format!("unchanged: {}\n", p.node)),
@@ -484,7 +467,7 @@ mod imp {
         root: &Path,
         target: &str,
         config_file: &str,
-    ) -> Result<(), InstallError> {
+    ) -> Result<(), CommandError> {
         let stage = Stage(std::env::temp_dir().join(format!(
             "kcp-install-{}-{}",
             std::process::id(),
@@ -526,7 +509,7 @@ mod imp {
 
     /// The whole run: see the module's documentation.
     #[allow(clippy::print_stdout)]
-    pub fn install(args: &InstallArgs) -> Result<u8, InstallError> {
+    pub fn install(args: &InstallArgs) -> Result<u8, CommandError> {
         let root = &args.host_root;
         if !root.is_dir() {
             return usage(format!("--host-root {} is not a directory", root.display()));
@@ -535,8 +518,8 @@ mod imp {
             return usage("--binaries-only leaves the config alone: it cannot go with --drop-in");
         }
         let generated = init::generate_explained(&args.init).map_err(|e| match e {
-            InitError::Usage(m) => InstallError::Usage(m),
-            InitError::Refused(m) => InstallError::Refused(format!("init: {m}")),
+            CommandError::Refused(m) => CommandError::Refused(format!("init: {m}")),
+            usage => usage,
         })?;
         let body = generated.text;
         let config_file = format!(
@@ -686,7 +669,7 @@ mod imp {
         } else {
             let (config, binaries) = planned
                 .split_last()
-                .ok_or_else(|| InstallError::Refused("nothing planned (a bug)".to_owned()))?;
+                .ok_or_else(|| CommandError::Refused("nothing planned (a bug)".to_owned()))?;
             (Some(config), binaries)
         };
         for p in binary_steps {

@@ -111,6 +111,39 @@ const NO: u8 = 1;
 /// Exit status for a usage error (bad image, unreadable token file); clap uses 2 too.
 const USAGE: u8 = 2;
 
+/// Why `init` or `install` stopped: a usage error (exit 2) or a refusal (exit 1). Nothing was
+/// written unless the message says so.
+#[derive(Debug)]
+pub enum CommandError {
+    /// Bad or conflicting options.
+    Usage(String),
+    /// The node, or the config the options make, is not one this tool may write; the message
+    /// says why.
+    Refused(String),
+}
+
+fn usage<T>(message: impl Into<String>) -> Result<T, CommandError> {
+    Err(CommandError::Usage(message.into()))
+}
+
+fn refused<T>(message: impl Into<String>) -> Result<T, CommandError> {
+    Err(CommandError::Refused(message.into()))
+}
+
+/// A subcommand's outcome as `execute` returns it: a refusal is printed as
+/// `credential-provider-check <command>: <why>` and exits [`NO`]; a usage error goes to clap's
+/// exit 2.
+fn finish(command: &str, result: Result<u8, CommandError>) -> Result<u8, String> {
+    match result {
+        Ok(code) => Ok(code),
+        Err(CommandError::Usage(message)) => Err(message),
+        Err(CommandError::Refused(message)) => {
+            eprintln!("credential-provider-check: {command}: {message}");
+            Ok(NO)
+        }
+    }
+}
+
 /// A clap error as the one line every error of this tool is: what is wrong, and any tip.
 fn one_line_error(err: &clap::Error) -> String {
     let text = err.to_string();
@@ -207,7 +240,7 @@ fn execute(cli: &Cli) -> Result<u8, String> {
                         .to_owned(),
                 );
             }
-            init::run(args)
+            finish("init", init::run(args))
         }
         Command::Install(args) => {
             if format == Format::Json {
@@ -215,14 +248,7 @@ fn execute(cli: &Cli) -> Result<u8, String> {
                     "install prints a report for people only: drop --output json".to_owned(),
                 );
             }
-            match install::run(args) {
-                Ok(code) => Ok(code),
-                Err(install::InstallError::Usage(message)) => Err(message),
-                Err(install::InstallError::Refused(message)) => {
-                    eprintln!("credential-provider-check: install: {message}");
-                    Ok(NO)
-                }
-            }
+            finish("install", install::run(args))
         }
         Command::Wait => install::wait_for_termination(),
         Command::Validate { config, bin_dir } => Ok(

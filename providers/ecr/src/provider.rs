@@ -454,16 +454,8 @@ async fn assume_role(
             .await
             .map_err(|e| anyhow!(describe(&e)))
             .with_context(|| format!("failed to assume role {role_arn} with the service-account token (STS in region {region})"))?;
-    let c = out.credentials().ok_or_else(|| {
-        anyhow!("STS AssumeRoleWithWebIdentity for {role_arn} returned no credentials")
-    })?;
-    let credentials = AwsCredentials::new(
-        c.access_key_id(),
-        c.secret_access_key(),
-        Some(c.session_token().to_owned()),
-        to_system_time(c.expiration()),
-        "AssumeRoleWithWebIdentity",
-    );
+    let credentials =
+        session_credentials(out.credentials(), "AssumeRoleWithWebIdentity", role_arn)?;
     tracing::info!(role_arn, "assumed role with the service-account token");
     Ok(AssumedRole {
         credentials,
@@ -501,21 +493,29 @@ async fn assume_role_as_node(
                 if external_id.is_some() { " and its sts:ExternalId condition" } else { "" }
             )
         })?;
-    let c = out
-        .credentials()
-        .ok_or_else(|| anyhow!("STS AssumeRole for {role_arn} returned no credentials"))?;
-    let credentials = AwsCredentials::new(
-        c.access_key_id(),
-        c.secret_access_key(),
-        Some(c.session_token().to_owned()),
-        to_system_time(c.expiration()),
-        "AssumeRole",
-    );
+    let credentials = session_credentials(out.credentials(), "AssumeRole", role_arn)?;
     tracing::info!(role_arn, "assumed role with the node's credentials");
     Ok(AssumedRole {
         credentials,
         source: format!("assumed role {role_arn} with the node's credentials (--assume-role)"),
     })
+}
+
+/// The role session STS answered `call` with, as the credentials of the ECR call.
+fn session_credentials(
+    credentials: Option<&aws_sdk_sts::types::Credentials>,
+    call: &'static str,
+    role_arn: &str,
+) -> anyhow::Result<AwsCredentials> {
+    let c =
+        credentials.ok_or_else(|| anyhow!("STS {call} for {role_arn} returned no credentials"))?;
+    Ok(AwsCredentials::new(
+        c.access_key_id(),
+        c.secret_access_key(),
+        Some(c.session_token().to_owned()),
+        to_system_time(c.expiration()),
+        call,
+    ))
 }
 
 /// An SDK error as one line without the raw response: the SDK's own verbose form ends in a Debug
