@@ -17,7 +17,8 @@
 //!    the Azure Arc agent's `IDENTITY_ENDPOINT` with `IMDS_ENDPOINT` (`arc.rs`; system-assigned only).
 //! 4. `AZURE_FEDERATED_TOKEN_FILE` in the environment: workload identity.
 //! 5. `aadClientId` + `aadClientSecret`: the service principal, through the exchange (or the raw
-//!    secret with `--service-principal-passthrough`, decided by the caller).
+//!    secret with `--service-principal-passthrough`, decided by the caller). Only the exchange
+//!    needs `tenantId`; passthrough works without one, as upstream.
 //!
 //! azure_identity retries on its own (8 tries, up to 82 s; a fixed 72 s for IMDS), past the
 //! kubelet's 60 s kill. Every credential here gets our transport (the shared client, 15 s per try
@@ -137,6 +138,9 @@ impl Identity {
             ),
             Identity::ServicePrincipal {
                 tenant, client_id, ..
+            } if tenant.is_empty() => format!("service principal {client_id} (no tenantId)"),
+            Identity::ServicePrincipal {
+                tenant, client_id, ..
             } => format!("service principal {client_id} in tenant {tenant}"),
             Identity::ServiceAccount {
                 tenant, client_id, ..
@@ -180,8 +184,8 @@ fn process_env(name: &str) -> Option<String> {
 }
 
 /// The node's own identity from the config and environment (rules 2–5 of the module docs).
-/// `None` when only a service principal is configured and `sp` asks for passthrough is decided by
-/// the caller: this returns the SP identity in that case too.
+/// Passthrough is decided by the caller: a service principal is returned either way, with an
+/// empty tenant when the config has no `tenantId` (see [`missing_tenant`]).
 pub fn node_identity(
     config: &AzureConfig,
     config_path: &str,
@@ -247,23 +251,29 @@ pub fn node_identity(
         return Ok(identity);
     }
     match (non_empty(&config.aad_client_id), &config.aad_client_secret) {
-        (Some(client_id), Some(secret)) => {
-            let Some(tenant) = non_empty(&config.tenant_id) else {
-                anyhow::bail!(
-                    "{config_path} has aadClientId and aadClientSecret but no tenantId: the service principal's tenant is needed to get a token"
-                );
-            };
-            Ok(Identity::ServicePrincipal {
-                tenant,
-                client_id,
-                secret: secret.clone(),
-            })
-        }
+        // No tenant is fine here: passthrough needs none (as upstream); the exchange does, and the
+        // caller says so (`missing_tenant`).
+        (Some(client_id), Some(secret)) => Ok(Identity::ServicePrincipal {
+            tenant: non_empty(&config.tenant_id).unwrap_or_default(),
+            client_id,
+            secret: secret.clone(),
+        }),
         _ => anyhow::bail!(
             "{config_path} configures no identity: set useManagedIdentityExtension: true (managed identity), \
              aadClientId + aadClientSecret + tenantId (service principal), or useFederatedWorkloadIdentityExtension: true \
              with aadFederatedTokenFile (workload identity)"
         ),
+    }
+}
+
+/// The error for a service principal without a tenant about to be exchanged: Entra needs the
+/// tenant to issue a token; passthrough (as upstream) needs none. `None` when nothing is missing.
+pub fn missing_tenant(identity: &Identity, config_path: &str) -> Option<anyhow::Error> {
+    match identity {
+        Identity::ServicePrincipal { tenant, .. } if tenant.is_empty() => Some(anyhow::anyhow!(
+            "{config_path} has aadClientId and aadClientSecret but no tenantId: set tenantId in {config_path} to the service principal's tenant (Entra ID needs it to issue the token that is exchanged for an ACR token), or pass --service-principal-passthrough to answer with the client ID and secret as the upstream plugin does"
+        )),
+        _ => None,
     }
 }
 
@@ -611,13 +621,28 @@ mod tests {
             !format!("{id:?}").contains("bar"),
             "the secret never prints"
         );
-        let e = node_identity(
+        // No tenant: still the service principal (passthrough needs none), but the exchange is
+        // refused with a line naming tenantId.
+        let id = node_identity(
             &config(r#"{"aadClientId":"foo","aadClientSecret":"bar"}"#),
             "azure.json",
             &env_of(&[]),
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("no tenantId"), "{e}");
+        .unwrap();
+        assert_eq!(id.describe(), "service principal foo (no tenantId)");
+        let e = missing_tenant(&id, "azure.json").unwrap().to_string();
+        assert!(
+            e.starts_with("azure.json has aadClientId and aadClientSecret but no tenantId: set tenantId in azure.json"),
+            "{e}"
+        );
+        assert!(!e.contains("bar"), "{e}");
+        let with_tenant = node_identity(
+            &config(r#"{"aadClientId":"foo","aadClientSecret":"bar","tenantId":"t"}"#),
+            "azure.json",
+            &env_of(&[]),
+        )
+        .unwrap();
+        assert!(missing_tenant(&with_tenant, "azure.json").is_none());
         let e =
             node_identity(&config("{}"), "/etc/kubernetes/azure.json", &env_of(&[])).unwrap_err();
         assert!(
