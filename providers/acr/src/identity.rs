@@ -49,7 +49,7 @@ use crate::arc;
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
 use crate::ib::{self, IbConfig};
-use crate::transport::AzureTransport;
+use crate::transport::{AzureTransport, LastAnswer};
 
 /// SA annotation naming the Entra application (client) ID to federate as.
 pub const CLIENT_ID_ANNOTATION: &str = "kubernetes.azure.com/acr-client-id";
@@ -389,12 +389,17 @@ pub async fn entra_token(
         };
     }
     let transport = AzureTransport::new(http.clone(), deadline);
+    let answers = transport.answers();
     let credential = build(identity, cloud, transport, budget)
         .map_err(|e| anyhow::anyhow!("{}: {}", context(), one_line(&e)))?;
     let started = std::time::Instant::now();
     let token = match tokio::time::timeout(budget, credential.get_token(&[scope], None)).await {
         Ok(Ok(token)) => token,
-        Ok(Err(e)) => anyhow::bail!("{}: {}", context(), one_line(&e)),
+        Ok(Err(e)) => anyhow::bail!(
+            "{}: {}",
+            context(),
+            failure(identity, &e, answers.last().as_ref())
+        ),
         Err(_) => anyhow::bail!(
             "{}: no answer within {:.1}s (check that the endpoint is reachable from this node and the proxy settings HTTPS_PROXY/NO_PROXY)",
             context(),
@@ -403,6 +408,90 @@ pub async fn entra_token(
     };
     tracing::info!(identity = %identity.describe(), "Entra token obtained");
     Ok(Secret::new(token.token.secret()))
+}
+
+/// The reason of a failed token request. azure_identity words every failure as a bad credential
+/// (`ClientSecretCredential authentication failed … #client-secret`), even an outage; when the
+/// server answered with an error status, the line says what it answered instead: a 5xx or 429
+/// (after the retries) names the status and the host, and only an answer that means the
+/// credential was refused (401, or 400 `invalid_client`) points at the credential, quoting
+/// Entra's `error` and `error_description`. Managed-identity endpoints keep azure_identity's own
+/// 4xx messages (they explain unassigned identities).
+fn failure(identity: &Identity, e: &azure_core::Error, last: Option<&LastAnswer>) -> String {
+    let Some(last) = last.filter(|a| a.status >= 400) else {
+        return one_line(e);
+    };
+    let managed = matches!(identity, Identity::Managed { .. });
+    let request = if managed {
+        "managed identity token request"
+    } else {
+        "Entra ID token request"
+    };
+    let host = &last.host;
+    let status = match reqwest::StatusCode::from_u16(last.status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+    {
+        Some(reason) => format!("HTTP {} {reason}", last.status),
+        None => format!("HTTP {}", last.status),
+    };
+    let tries = match last.times {
+        0 | 1 => String::new(),
+        n => format!(" (after {n} attempts)"),
+    };
+    let oauth = [last.error.as_deref(), last.description.as_deref()]
+        .into_iter()
+        .flatten()
+        .map(|text| scrub(identity, text))
+        .collect::<Vec<_>>()
+        .join(": ");
+    let oauth = if oauth.is_empty() {
+        oauth
+    } else {
+        format!(": {oauth}")
+    };
+    let refused = last.status == 401
+        || (last.status == 400 && last.error.as_deref() == Some("invalid_client"));
+    match last.status {
+        429 | 500..=599 => format!(
+            "{request} to {host} failed: {status}{tries}{oauth}; the service is unavailable or throttling: the credentials were not judged, retry later, and check that nothing between this node and {host} (a proxy: HTTPS_PROXY/NO_PROXY) answers in its place"
+        ),
+        _ if managed => one_line(e),
+        _ if refused => format!(
+            "{request} to {host} refused the credential: {status}{oauth}; {}",
+            match identity {
+                Identity::ServicePrincipal { .. } => {
+                    "check aadClientId and aadClientSecret in the cloud config (the secret may have expired or been rotated)"
+                }
+                Identity::Workload { .. } => {
+                    "check that the application's federated credential matches the token file's issuer and subject"
+                }
+                _ => {
+                    "check that the application's federated credential matches the service account's issuer and subject"
+                }
+            }
+        ),
+        _ => format!(
+            "{request} to {host} answered {status}{oauth}; check the tenant, the client ID and the token scope"
+        ),
+    }
+}
+
+/// `text` without the identity's own secret, in case a server echoes the request back.
+fn scrub(identity: &Identity, text: &str) -> String {
+    let secret = match identity {
+        Identity::ServicePrincipal { secret, .. } => secret.expose(),
+        Identity::ServiceAccount { token, .. } | Identity::IdentityBinding { token, .. } => {
+            token.expose()
+        }
+        Identity::Managed { .. } | Identity::Workload { .. } => "",
+    };
+    // A short test value would also match innocent words; real secrets are far longer.
+    if secret.len() < 8 {
+        text.to_owned()
+    } else {
+        text.replace(secret, kcp_kubelet::secret::REDACTED)
+    }
 }
 
 fn one_line(e: &azure_core::Error) -> String {
