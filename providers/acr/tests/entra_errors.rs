@@ -152,3 +152,54 @@ fn an_outage_then_a_token_still_answers() {
     out.accepted();
     assert_eq!(world.entra.requests().len(), 2);
 }
+
+#[test]
+fn a_managed_identity_endpoint_outage_is_named_the_same_way() {
+    let world = World::new();
+    for _ in 0..3 {
+        world
+            .msi_script
+            .push(FakeResponse::new(503, "<html>busy</html>"));
+    }
+    let out = world
+        .mi_plugin(r#"{"tenantId":"tenant-1","useManagedIdentityExtension":true}"#)
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    let line = failed(&out, &world);
+    assert!(
+        line.contains(
+            "system-assigned managed identity (App Service endpoint from IDENTITY_ENDPOINT)"
+        ),
+        "{line}"
+    );
+    assert!(
+        line.contains(
+            "managed identity token request to 127.0.0.1 failed: HTTP 503 Service Unavailable (after 3 attempts)"
+        ),
+        "{line}"
+    );
+    assert!(
+        !line.contains("#managed-id") && !line.contains("<html>"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_refused_federated_token_points_at_the_federated_credential() {
+    let world = World::new();
+    let token_file = world.file("azure-identity-token", FEDERATED_TOKEN);
+    world.entra_script.push(FakeResponse::new(
+        400,
+        r#"{"error":"invalid_client","error_description":"AADSTS700213: No matching federated identity record found for presented assertion subject."}"#,
+    ));
+    let out = world
+        .plugin(&format!(
+            r#"{{"tenantId":"tenant-wi","aadClientId":"wi-client","useFederatedWorkloadIdentityExtension":true,"aadFederatedTokenFile":"{token_file}"}}"#
+        ))
+        .request(ApiVersion::V1, "myreg.azurecr.io/app");
+    let line = failed(&out, &world);
+    assert!(
+        line.contains("Entra ID token request to 127.0.0.1 refused the credential: HTTP 400 Bad Request: invalid_client: AADSTS700213: No matching federated identity record found for presented assertion subject.; check that the application's federated credential matches the token file's issuer and subject"),
+        "{line}"
+    );
+    assert!(!line.contains("aadClientSecret"), "{line}");
+}
