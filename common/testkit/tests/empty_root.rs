@@ -327,7 +327,7 @@ fn gcr(jail: &Jail, bin_dir: &Path) {
         .request(ApiVersion::V1, "us-docker.pkg.dev/p/r/app");
     let ok = out.accepted();
     assert_eq!(
-        ok.auth.get("us-docker.pkg.dev"),
+        ok.auth.get("*.pkg.dev"),
         Some(&("_token".to_owned(), "ya29.empty-root".to_owned())),
         "stderr: {}",
         out.stderr()

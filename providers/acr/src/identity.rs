@@ -17,7 +17,8 @@
 //!    the Azure Arc agent's `IDENTITY_ENDPOINT` with `IMDS_ENDPOINT` (`arc.rs`; system-assigned only).
 //! 4. `AZURE_FEDERATED_TOKEN_FILE` in the environment: workload identity.
 //! 5. `aadClientId` + `aadClientSecret`: the service principal, through the exchange (or the raw
-//!    secret with `--service-principal-passthrough`, decided by the caller).
+//!    secret with `--service-principal-passthrough`, decided by the caller). Only the exchange
+//!    needs `tenantId`; passthrough works without one, as upstream.
 //!
 //! azure_identity retries on its own (8 tries, up to 82 s; a fixed 72 s for IMDS), past the
 //! kubelet's 60 s kill. Every credential here gets our transport (the shared client, 15 s per try
@@ -48,7 +49,7 @@ use crate::arc;
 use crate::cloud::Cloud;
 use crate::config::AzureConfig;
 use crate::ib::{self, IbConfig};
-use crate::transport::AzureTransport;
+use crate::transport::{AzureTransport, LastAnswer};
 
 /// SA annotation naming the Entra application (client) ID to federate as.
 pub const CLIENT_ID_ANNOTATION: &str = "kubernetes.azure.com/acr-client-id";
@@ -137,6 +138,9 @@ impl Identity {
             ),
             Identity::ServicePrincipal {
                 tenant, client_id, ..
+            } if tenant.is_empty() => format!("service principal {client_id} (no tenantId)"),
+            Identity::ServicePrincipal {
+                tenant, client_id, ..
             } => format!("service principal {client_id} in tenant {tenant}"),
             Identity::ServiceAccount {
                 tenant, client_id, ..
@@ -180,8 +184,8 @@ fn process_env(name: &str) -> Option<String> {
 }
 
 /// The node's own identity from the config and environment (rules 2–5 of the module docs).
-/// `None` when only a service principal is configured and `sp` asks for passthrough is decided by
-/// the caller: this returns the SP identity in that case too.
+/// Passthrough is decided by the caller: a service principal is returned either way, with an
+/// empty tenant when the config has no `tenantId` (see [`missing_tenant`]).
 pub fn node_identity(
     config: &AzureConfig,
     config_path: &str,
@@ -247,23 +251,29 @@ pub fn node_identity(
         return Ok(identity);
     }
     match (non_empty(&config.aad_client_id), &config.aad_client_secret) {
-        (Some(client_id), Some(secret)) => {
-            let Some(tenant) = non_empty(&config.tenant_id) else {
-                anyhow::bail!(
-                    "{config_path} has aadClientId and aadClientSecret but no tenantId: the service principal's tenant is needed to get a token"
-                );
-            };
-            Ok(Identity::ServicePrincipal {
-                tenant,
-                client_id,
-                secret: secret.clone(),
-            })
-        }
+        // No tenant is fine here: passthrough needs none (as upstream); the exchange does, and the
+        // caller says so (`missing_tenant`).
+        (Some(client_id), Some(secret)) => Ok(Identity::ServicePrincipal {
+            tenant: non_empty(&config.tenant_id).unwrap_or_default(),
+            client_id,
+            secret: secret.clone(),
+        }),
         _ => anyhow::bail!(
             "{config_path} configures no identity: set useManagedIdentityExtension: true (managed identity), \
              aadClientId + aadClientSecret + tenantId (service principal), or useFederatedWorkloadIdentityExtension: true \
              with aadFederatedTokenFile (workload identity)"
         ),
+    }
+}
+
+/// The error for a service principal without a tenant about to be exchanged: Entra needs the
+/// tenant to issue a token; passthrough (as upstream) needs none. `None` when nothing is missing.
+pub fn missing_tenant(identity: &Identity, config_path: &str) -> Option<anyhow::Error> {
+    match identity {
+        Identity::ServicePrincipal { tenant, .. } if tenant.is_empty() => Some(anyhow::anyhow!(
+            "{config_path} has aadClientId and aadClientSecret but no tenantId: set tenantId in {config_path} to the service principal's tenant (Entra ID needs it to issue the token that is exchanged for an ACR token), or pass --service-principal-passthrough to answer with the client ID and secret as the upstream plugin does"
+        )),
+        _ => None,
     }
 }
 
@@ -379,12 +389,17 @@ pub async fn entra_token(
         };
     }
     let transport = AzureTransport::new(http.clone(), deadline);
+    let answers = transport.answers();
     let credential = build(identity, cloud, transport, budget)
         .map_err(|e| anyhow::anyhow!("{}: {}", context(), one_line(&e)))?;
     let started = std::time::Instant::now();
     let token = match tokio::time::timeout(budget, credential.get_token(&[scope], None)).await {
         Ok(Ok(token)) => token,
-        Ok(Err(e)) => anyhow::bail!("{}: {}", context(), one_line(&e)),
+        Ok(Err(e)) => anyhow::bail!(
+            "{}: {}",
+            context(),
+            failure(identity, &e, answers.last().as_ref())
+        ),
         Err(_) => anyhow::bail!(
             "{}: no answer within {:.1}s (check that the endpoint is reachable from this node and the proxy settings HTTPS_PROXY/NO_PROXY)",
             context(),
@@ -393,6 +408,90 @@ pub async fn entra_token(
     };
     tracing::info!(identity = %identity.describe(), "Entra token obtained");
     Ok(Secret::new(token.token.secret()))
+}
+
+/// The reason of a failed token request. azure_identity words every failure as a bad credential
+/// (`ClientSecretCredential authentication failed … #client-secret`), even an outage; when the
+/// server answered with an error status, the line says what it answered instead: a 5xx or 429
+/// (after the retries) names the status and the host, and only an answer that means the
+/// credential was refused (401, or 400 `invalid_client`) points at the credential, quoting
+/// Entra's `error` and `error_description`. Managed-identity endpoints keep azure_identity's own
+/// 4xx messages (they explain unassigned identities).
+fn failure(identity: &Identity, e: &azure_core::Error, last: Option<&LastAnswer>) -> String {
+    let Some(last) = last.filter(|a| a.status >= 400) else {
+        return one_line(e);
+    };
+    let managed = matches!(identity, Identity::Managed { .. });
+    let request = if managed {
+        "managed identity token request"
+    } else {
+        "Entra ID token request"
+    };
+    let host = &last.host;
+    let status = match reqwest::StatusCode::from_u16(last.status)
+        .ok()
+        .and_then(|code| code.canonical_reason())
+    {
+        Some(reason) => format!("HTTP {} {reason}", last.status),
+        None => format!("HTTP {}", last.status),
+    };
+    let tries = match last.times {
+        0 | 1 => String::new(),
+        n => format!(" (after {n} attempts)"),
+    };
+    let oauth = [last.error.as_deref(), last.description.as_deref()]
+        .into_iter()
+        .flatten()
+        .map(|text| scrub(identity, text))
+        .collect::<Vec<_>>()
+        .join(": ");
+    let oauth = if oauth.is_empty() {
+        oauth
+    } else {
+        format!(": {oauth}")
+    };
+    let refused = last.status == 401
+        || (last.status == 400 && last.error.as_deref() == Some("invalid_client"));
+    match last.status {
+        429 | 500..=599 => format!(
+            "{request} to {host} failed: {status}{tries}{oauth}; the service is unavailable or throttling: the credentials were not judged, retry later, and check that nothing between this node and {host} (a proxy: HTTPS_PROXY/NO_PROXY) answers in its place"
+        ),
+        _ if managed => one_line(e),
+        _ if refused => format!(
+            "{request} to {host} refused the credential: {status}{oauth}; {}",
+            match identity {
+                Identity::ServicePrincipal { .. } => {
+                    "check aadClientId and aadClientSecret in the cloud config (the secret may have expired or been rotated)"
+                }
+                Identity::Workload { .. } => {
+                    "check that the application's federated credential matches the token file's issuer and subject"
+                }
+                _ => {
+                    "check that the application's federated credential matches the service account's issuer and subject"
+                }
+            }
+        ),
+        _ => format!(
+            "{request} to {host} answered {status}{oauth}; check the tenant, the client ID and the token scope"
+        ),
+    }
+}
+
+/// `text` without the identity's own secret, in case a server echoes the request back.
+fn scrub(identity: &Identity, text: &str) -> String {
+    let secret = match identity {
+        Identity::ServicePrincipal { secret, .. } => secret.expose(),
+        Identity::ServiceAccount { token, .. } | Identity::IdentityBinding { token, .. } => {
+            token.expose()
+        }
+        Identity::Managed { .. } | Identity::Workload { .. } => "",
+    };
+    // A short test value would also match innocent words; real secrets are far longer.
+    if secret.len() < 8 {
+        text.to_owned()
+    } else {
+        text.replace(secret, kcp_kubelet::secret::REDACTED)
+    }
 }
 
 fn one_line(e: &azure_core::Error) -> String {
@@ -611,13 +710,28 @@ mod tests {
             !format!("{id:?}").contains("bar"),
             "the secret never prints"
         );
-        let e = node_identity(
+        // No tenant: still the service principal (passthrough needs none), but the exchange is
+        // refused with a line naming tenantId.
+        let id = node_identity(
             &config(r#"{"aadClientId":"foo","aadClientSecret":"bar"}"#),
             "azure.json",
             &env_of(&[]),
         )
-        .unwrap_err();
-        assert!(e.to_string().contains("no tenantId"), "{e}");
+        .unwrap();
+        assert_eq!(id.describe(), "service principal foo (no tenantId)");
+        let e = missing_tenant(&id, "azure.json").unwrap().to_string();
+        assert!(
+            e.starts_with("azure.json has aadClientId and aadClientSecret but no tenantId: set tenantId in azure.json"),
+            "{e}"
+        );
+        assert!(!e.contains("bar"), "{e}");
+        let with_tenant = node_identity(
+            &config(r#"{"aadClientId":"foo","aadClientSecret":"bar","tenantId":"t"}"#),
+            "azure.json",
+            &env_of(&[]),
+        )
+        .unwrap();
+        assert!(missing_tenant(&with_tenant, "azure.json").is_none());
         let e =
             node_identity(&config("{}"), "/etc/kubernetes/azure.json", &env_of(&[])).unwrap_err();
         assert!(

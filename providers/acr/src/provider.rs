@@ -183,6 +183,11 @@ impl AcrProvider {
             Some(identity) => identity,
             None => identity::node_identity(config, &config_path, &env)?,
         };
+        if !self.sp_passthrough
+            && let Some(error) = identity::missing_tenant(&identity, &config_path)
+        {
+            return Err(error);
+        }
         let key = cache_key(
             &target.login.host,
             cloud,

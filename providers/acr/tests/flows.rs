@@ -496,3 +496,115 @@ fn nothing_secret_on_stderr_even_at_v6() {
     out.accepted();
     assert_no_secret(&out.stderr(), &[&world.last_refresh()]);
 }
+
+/// What one row of upstream's table expects of us.
+enum Expect {
+    /// Exit 0 with exactly these entries: `(key, username, password)`.
+    Entries(&'static [(&'static str, &'static str, &'static str)]),
+    /// Exit 2 (a config error, before the request is read) with a line containing this.
+    ConfigError(&'static str),
+    /// Exit 1 with a line containing this, before any request leaves the node.
+    Refused(&'static str),
+}
+
+/// Upstream's service-principal answer for `aadClientId: foo`, `aadClientSecret: bar`.
+const UPSTREAM_SP_ENTRIES: &[(&str, &str, &str)] = &[
+    ("*.azurecr.*", "", ""),
+    ("*.azurecr.cn", "foo", "bar"),
+    ("*.azurecr.de", "foo", "bar"),
+    ("*.azurecr.io", "foo", "bar"),
+    ("*.azurecr.us", "foo", "bar"),
+];
+const UPSTREAM_SP_CONFIG: &str = r#"
+    {
+        "aadClientId": "foo",
+        "aadClientSecret": "bar"
+    }"#;
+
+/// kubernetes-sigs/cloud-provider-azure `pkg/credentialprovider/azure_credentials_test.go`,
+/// `TestGetCredentials` and `TestGetCredentialsConfig`, restated as data: config, flags, image,
+/// expected answer. Upstream always answers a service principal with its raw ID and secret, so
+/// those rows run with `--service-principal-passthrough`; note that upstream's configs have no
+/// `tenantId` (passthrough needs none). Rows where we differ on purpose (docs/providers/acr.md
+/// "Differences from upstream") say what upstream answers.
+#[test]
+fn upstreams_get_credentials_tables() {
+    let passthrough: &[&str] = &["--service-principal-passthrough"];
+    let rows: &[(&str, &str, &[&str], &str, Expect)] = &[
+        (
+            "TestGetCredentials: SP without tenantId, five entries",
+            UPSTREAM_SP_CONFIG,
+            passthrough,
+            "foo.azurecr.io/nginx:v1",
+            Expect::Entries(UPSTREAM_SP_ENTRIES),
+        ),
+        (
+            "TestGetCredentialsConfig: an incorrect config is an error",
+            "random-config",
+            passthrough,
+            "foo.azurecr.io/nginx:v1",
+            Expect::ConfigError("failed to load config"),
+        ),
+        (
+            "TestGetCredentialsConfig: SP gives multiple credentials",
+            UPSTREAM_SP_CONFIG,
+            passthrough,
+            "foo.azurecr.io/bar/image:v1",
+            Expect::Entries(UPSTREAM_SP_ENTRIES),
+        ),
+        (
+            // Upstream answers no entries with cacheDuration 0s; we name the fix instead.
+            "TestGetCredentialsConfig: non-ACR image with managed identity",
+            "\n    {\n\t\t\"useManagedIdentityExtension\": true\n    }",
+            &[],
+            "busybox",
+            Expect::Refused("docker.io is not an Azure Container Registry login server"),
+        ),
+        (
+            // Ours only: without passthrough the secret is exchanged, which needs the tenant.
+            "SP without tenantId, exchange mode",
+            UPSTREAM_SP_CONFIG,
+            &[],
+            "foo.azurecr.io/nginx:v1",
+            Expect::Refused("has aadClientId and aadClientSecret but no tenantId: set tenantId in"),
+        ),
+    ];
+    for (desc, config, args, image, expect) in rows {
+        let world = World::new();
+        let out = world
+            .mi_plugin(config)
+            .args(args.iter().copied())
+            .request(ApiVersion::V1, image);
+        match expect {
+            Expect::Entries(entries) => {
+                let ok = out.accepted();
+                let got: Vec<(&str, &str, &str)> = ok
+                    .auth
+                    .iter()
+                    .map(|(k, (u, p))| (k.as_str(), u.as_str(), p.as_str()))
+                    .collect();
+                assert_eq!(got, *entries, "{desc}");
+            }
+            Expect::ConfigError(want) => {
+                assert_eq!(out.exec.exit_code, Some(2), "{desc}");
+                let line = out.rejected();
+                assert!(line.contains(want), "{desc}: {line}");
+            }
+            Expect::Refused(want) => {
+                assert_eq!(out.exec.exit_code, Some(1), "{desc}");
+                let line = out.rejected();
+                assert!(line.contains(want), "{desc}: {line}");
+                assert!(
+                    !line.contains("bar"),
+                    "{desc}: the secret never prints: {line}"
+                );
+            }
+        }
+        assert!(
+            world.msi.requests().is_empty()
+                && world.entra.requests().is_empty()
+                && world.registry.requests().is_empty(),
+            "{desc}: no row calls anything"
+        );
+    }
+}

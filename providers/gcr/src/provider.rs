@@ -3,7 +3,8 @@
 //! `--authFlow=gcr` (default) picks, in order: Workload Identity Federation when it is configured
 //! and the pod's service account opted in; a service-account key file when one is configured; the
 //! metadata server's default service account. The token is returned under the four Google
-//! registry globs plus the image's own registry, as upstream. `dockercfg` and `dockercfg-url`
+//! registry globs plus, when none of them covers the image, the image's own registry (upstream
+//! adds it always; see [`token_auth`]). `dockercfg` and `dockercfg-url`
 //! return the document's registries as they are.
 //!
 //! Unlike upstream, a failure of the chosen source is an error (non-zero exit, one stderr line),
@@ -28,6 +29,27 @@ use crate::keyfile::ServiceAccountKey;
 use crate::metadata::Metadata;
 use crate::token::AccessToken;
 use crate::wif::{self, Wif};
+
+/// The `auth` map of a token answer: upstream's [`GOOGLE_REGISTRIES`] globs, plus the image's own
+/// registry when no glob covers the image. Upstream always adds the registry, so `eu.gcr.io` and
+/// `us-docker.pkg.dev` images got two matching entries (`*.gcr.io` and `eu.gcr.io`); the kubelet
+/// hands the runtime every matching entry, so a pull tried the same token twice and a failed pull
+/// was retried and reported twice. Whether a glob covers the image is decided by the kubelet's
+/// own keyring lookup, so exactly one key matches. The globs stay whole: with a `Global` or
+/// `Image` cache key the kubelet reuses this answer for other Google registries.
+fn token_auth(
+    request: &CredentialProviderRequest,
+    entry: &AuthConfig,
+) -> BTreeMap<String, AuthConfig> {
+    let mut auth: BTreeMap<String, AuthConfig> = GOOGLE_REGISTRIES
+        .iter()
+        .map(|k| ((*k).to_owned(), entry.clone()))
+        .collect();
+    if matching::keyring_lookup(&GOOGLE_REGISTRIES, &request.image).is_empty() {
+        auth.insert(request.image_ref.registry().to_owned(), entry.clone());
+    }
+    auth
+}
 
 /// Registries every Google token is offered to (upstream's `containerRegistryUrls`).
 pub const GOOGLE_REGISTRIES: [&str; 4] = [
@@ -346,11 +368,7 @@ impl GcrProvider {
         // same duration however long the rest of the run takes.
         let now = token.received_at;
         let entry = AuthConfig::new(self.username.clone(), token.token.clone());
-        let mut auth: BTreeMap<String, AuthConfig> = GOOGLE_REGISTRIES
-            .iter()
-            .map(|k| ((*k).to_owned(), entry.clone()))
-            .collect();
-        auth.insert(request.image_ref.registry().to_owned(), entry);
+        let auth = token_auth(request, &entry);
         let policy = CachePolicy::RemainingMinus(CACHE_MARGIN);
         let computed = policy.cache_duration_capped(token.expires_at, also_expires_at, now);
         if token.expires_at.is_none() {

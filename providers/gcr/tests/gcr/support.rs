@@ -116,15 +116,19 @@ pub fn expected(
     ) + "\n"
 }
 
-/// The auth entries of a Google token answer: the four globs plus `registry`.
+/// The auth entries of a Google token answer: the four globs, plus `registry` when no glob covers
+/// it (by the kubelet's rule as [`kubelet_matches`] writes it out), so one key matches an image.
 pub fn google_auth<'a>(
     registry: &'a str,
     user: &'a str,
     token: &'a str,
 ) -> Vec<(&'a str, &'a str, &'a str)> {
+    let covered = GOOGLE_KEYS
+        .iter()
+        .any(|glob| kubelet_matches(glob, registry));
     GOOGLE_KEYS
         .iter()
-        .chain(std::iter::once(&registry))
+        .chain((!covered).then_some(&registry))
         .map(|k| (*k, user, token))
         .collect()
 }
