@@ -68,17 +68,23 @@ impl Node {
         }
     }
 
-    /// The value of the entry whose key converts to `key` (see [`key_string`]).
+    /// In a mapping, the value of the entry whose key converts to `key` (see [`key_string`]).
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&Node> {
         match self {
-            Node::Map(entries) => entries
-                .iter()
-                .find(|e| key_string(&e.key).is_ok_and(|k| k == key))
-                .map(|e| &e.value),
+            Node::Map(entries) => get(entries, key),
             _ => None,
         }
     }
+}
+
+/// The value of the entry whose key converts to `key` (see [`key_string`]).
+#[must_use]
+pub fn get<'a>(entries: &'a [Entry], key: &str) -> Option<&'a Node> {
+    entries
+        .iter()
+        .find(|e| key_string(&e.key).is_ok_and(|k| k == key))
+        .map(|e| &e.value)
 }
 
 /// A parsed document: its value and the keys a strict reader refuses.
