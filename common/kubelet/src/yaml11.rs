@@ -355,9 +355,11 @@ fn resolve_tagged(tag: &str, text: &str) -> Result<Node, String> {
     match resolve(text, wanted == Kind::Timestamp) {
         (kind, node) if kind == wanted => Ok(node),
         (Kind::Int, Node::Int(i)) if wanted == Kind::Float => Ok(Node::Float(i as f64)),
+        // The text is escaped (go-yaml prints it raw) so that the message stays one line.
         (kind, _) => Err(format!(
-            "yaml: cannot decode {} `{text}` as a {}",
+            "yaml: cannot decode {} `{}` as a {}",
             kind.short(),
+            text.escape_debug(),
             wanted.short()
         )),
     }
