@@ -227,44 +227,41 @@ fn yaml_1_1_scalars_are_judged_as_the_kubelet_reads_them() {
         let (code, report) = check("bool.yaml", provider(word, ""));
         assert_eq!(code, 0, "{word}: {report}");
     }
-    // Quoted, it is a string, which the kubelet cannot store in a bool.
-    let (code, report) = check("quoted.yaml", provider("\"yes\"", ""));
-    assert_eq!(code, 1, "{report}");
-    assert_eq!(
-        report["loadError"]["message"].as_str(),
-        Some(
-            "json: cannot unmarshal string into Go struct field ServiceAccountTokenAttributes.providers.tokenAttributes.requireServiceAccount of type bool"
-        )
-    );
-    // A plain `1_000` is the number 1000 to the kubelet, not a string.
-    let (code, report) = check("args.yaml", provider("true", "    args: [1_000]\n"));
-    assert_eq!(code, 1, "{report}");
-    assert_eq!(
-        report["loadError"]["message"].as_str(),
-        Some(
-            "json: cannot unmarshal number into Go struct field CredentialProvider.providers.args of type string"
-        )
-    );
-    // `.inf` cannot become JSON at all: the conversion fails before any field is looked at.
-    let (code, report) = check("inf.yaml", provider("true", "    args: [.inf]\n"));
-    assert_eq!(code, 1, "{report}");
-    assert_eq!(
-        report["loadError"]["message"].as_str(),
-        Some("json: unsupported value: +Inf")
-    );
+    // What the kubelet refuses, with its message.
+    let refused = |name: &str, text: String| {
+        let (code, report) = check(name, text);
+        assert_eq!(code, 1, "{report}");
+        report["loadError"]["message"].as_str().unwrap().to_owned()
+    };
+    let table = [
+        // Quoted, it is a string, which the kubelet cannot store in a bool.
+        (
+            provider("\"yes\"", ""),
+            "json: cannot unmarshal string into Go struct field ServiceAccountTokenAttributes.providers.tokenAttributes.requireServiceAccount of type bool",
+        ),
+        // A plain `1_000` is the number 1000 to the kubelet, not a string.
+        (
+            provider("true", "    args: [1_000]\n"),
+            "json: cannot unmarshal number into Go struct field CredentialProvider.providers.args of type string",
+        ),
+        // `.inf` cannot become JSON at all: the conversion fails before any field is looked at.
+        (
+            provider("true", "    args: [.inf]\n"),
+            "json: unsupported value: +Inf",
+        ),
+    ];
+    for (text, want) in table {
+        assert_eq!(refused("refused.yaml", text), want);
+    }
     // A repeated key is kept (the last one wins) and refused by the strict pass, before the
     // unknown fields.
-    let (code, report) = check(
-        "repeated.yaml",
-        v1_config(
-            "  - name: p\n    matchImages: [\"registry.example.com\"]\n    defaultCacheDuration: 10m\n    defaultCacheDuration: 1h\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    extra: 1\n",
-        ),
-    );
-    assert_eq!(code, 1, "{report}");
     assert_eq!(
-        report["loadError"]["message"].as_str(),
-        Some(
-            "strict decoding error: yaml: unmarshal errors:\n  line 7: key \"defaultCacheDuration\" already set in map, unknown field \"providers[0].extra\""
-        )
+        refused(
+            "repeated.yaml",
+            v1_config(
+                "  - name: p\n    matchImages: [\"registry.example.com\"]\n    defaultCacheDuration: 10m\n    defaultCacheDuration: 1h\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    extra: 1\n",
+            ),
+        ),
+        "strict decoding error: yaml: unmarshal errors:\n  line 7: key \"defaultCacheDuration\" already set in map, unknown field \"providers[0].extra\""
     );
 }

@@ -284,7 +284,8 @@ fn is_timestamp(s: &str) -> bool {
         let year: u32 = year.parse().ok()?;
         let (month, rest) = number(s.get(4..)?.strip_prefix('-')?, 2)?;
         let (day, rest) = number(rest.strip_prefix('-')?, 2)?;
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let leap =
+            year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
         let days = match month {
             1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
             4 | 6 | 9 | 11 => 30,
@@ -371,7 +372,7 @@ fn base64_std(text: &str) -> Option<Vec<u8>> {
         .bytes()
         .filter(|b| !matches!(b, b'\r' | b'\n'))
         .collect();
-    if clean.len() % 4 != 0 {
+    if !clean.len().is_multiple_of(4) {
         return None;
     }
     let value = |b: u8| -> Option<u32> {
@@ -663,7 +664,7 @@ fn go_format_g(f: f64, single: bool) -> String {
         None => ("", mantissa),
     };
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (head, tail) = digits.split_at(1);
         let dot = if tail.is_empty() { "" } else { "." };
         let esign = if exp < 0 { '-' } else { '+' };
