@@ -1076,6 +1076,16 @@ mod tests {
         assert_eq!(to_json(&doc.root).unwrap(), json!({"<<": {"a": 1}}));
     }
 
+    /// The walks over a document recurse: deep nesting must be an error, not a stack overflow.
+    /// (yaml-rust2 stops at a depth of a few hundred; go-yaml at 10,000.)
+    #[test]
+    fn deep_nesting_is_an_error() {
+        let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse(&deep(100)).is_ok());
+        let e = parse(&deep(10_001)).unwrap_err();
+        assert!(e.starts_with("yaml: recursion limit exceeded"), "{e}");
+    }
+
     #[test]
     fn only_the_first_document_is_read() {
         let doc = parse("a: 1\n---\nb: [unclosed\n").unwrap();
