@@ -197,3 +197,71 @@ fn human_output_names_errors_and_the_kubelet_line() {
     );
     assert!(run.stdout.contains("result: INVALID"));
 }
+
+/// issue #25 point 4: the kubelet reads YAML 1.1 scalars (sigs.k8s.io/yaml on go-yaml v2), so
+/// `validate` judges unquoted `yes`, `on`, `0755` as it does: booleans and numbers.
+#[test]
+fn yaml_1_1_scalars_are_judged_as_the_kubelet_reads_them() {
+    let dir = TempDir::new("yaml11");
+    let provider = |attrs: &str, extra: &str| {
+        v1_config(&format!(
+            "  - name: p\n    matchImages: [\"registry.example.com\"]\n    defaultCacheDuration: 10m\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n{extra}    tokenAttributes:\n      serviceAccountTokenAudience: aud\n      cacheType: Token\n      requireServiceAccount: {attrs}\n"
+        ))
+    };
+    let check = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let run = validate(&path);
+        let report = run.json();
+        (run.code, report)
+    };
+    // Every YAML 1.1 spelling of a boolean is a boolean.
+    for word in [
+        "yes", "Yes", "YES", "y", "Y", "on", "On", "ON", "true", "True",
+    ] {
+        let (code, report) = check("bool.yaml", provider(word, ""));
+        assert_eq!(code, 0, "{word}: {report}");
+        assert_eq!(report["valid"], true, "{word}");
+    }
+    for word in ["no", "No", "n", "N", "off", "OFF", "false"] {
+        let (code, report) = check("bool.yaml", provider(word, ""));
+        assert_eq!(code, 0, "{word}: {report}");
+    }
+    // What the kubelet refuses, with its message.
+    let refused = |name: &str, text: String| {
+        let (code, report) = check(name, text);
+        assert_eq!(code, 1, "{report}");
+        report["loadError"]["message"].as_str().unwrap().to_owned()
+    };
+    let table = [
+        // Quoted, it is a string, which the kubelet cannot store in a bool.
+        (
+            provider("\"yes\"", ""),
+            "json: cannot unmarshal string into Go struct field ServiceAccountTokenAttributes.providers.tokenAttributes.requireServiceAccount of type bool",
+        ),
+        // A plain `1_000` is the number 1000 to the kubelet, not a string.
+        (
+            provider("true", "    args: [1_000]\n"),
+            "json: cannot unmarshal number into Go struct field CredentialProvider.providers.args of type string",
+        ),
+        // `.inf` cannot become JSON at all: the conversion fails before any field is looked at.
+        (
+            provider("true", "    args: [.inf]\n"),
+            "json: unsupported value: +Inf",
+        ),
+    ];
+    for (text, want) in table {
+        assert_eq!(refused("refused.yaml", text), want);
+    }
+    // A repeated key is kept (the last one wins) and refused by the strict pass, before the
+    // unknown fields.
+    assert_eq!(
+        refused(
+            "repeated.yaml",
+            v1_config(
+                "  - name: p\n    matchImages: [\"registry.example.com\"]\n    defaultCacheDuration: 10m\n    defaultCacheDuration: 1h\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    extra: 1\n",
+            ),
+        ),
+        "strict decoding error: yaml: unmarshal errors:\n  line 7: key \"defaultCacheDuration\" already set in map, unknown field \"providers[0].extra\""
+    );
+}

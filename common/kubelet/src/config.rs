@@ -2,15 +2,16 @@
 //! directory of `.json`/`.yaml`/`.yml` files, the type header checked first, then a strict decode
 //! that rejects unknown and duplicate fields (docs/kubelet-contract.md, “Config files”).
 //!
-//! The kubelet converts YAML to JSON and decodes that into Go structs, so a YAML number where a
-//! string is expected is an error, `null` means "absent", and an absent `defaultCacheDuration` is
+//! The kubelet converts YAML to JSON with `sigs.k8s.io/yaml` (YAML 1.1, read by [`crate::yaml11`])
+//! and decodes that into Go structs, so a YAML number where a string is expected is an error, an
+//! unquoted `yes` is a boolean, `null` means "absent", and an absent `defaultCacheDuration` is
 //! distinguishable from `"0s"`. The walk below reproduces exactly that, field set per version.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::duration::GoDuration;
-use yaml_rust2::{Yaml, YamlLoader};
+use crate::yaml11::{self, Entry, Node};
 
 /// The config kind.
 pub const CONFIG_KIND: &str = "CredentialProviderConfig";
@@ -205,11 +206,12 @@ pub fn load_file(file: &Path) -> Result<Vec<Provider>, LoadError> {
 
 /// Decodes one document (YAML or JSON) strictly; `Err` holds the kubelet's message.
 pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
-    let docs = YamlLoader::load_from_str(text).map_err(|e| format!("yaml: {e}"))?;
-    let root = docs.into_iter().next().unwrap_or(Yaml::Null);
-    let map = match &root {
-        Yaml::Hash(map) => map,
-        Yaml::Null => return Err("Object 'Kind' is missing in ''".to_owned()),
+    let doc = yaml11::parse(text)?;
+    // The conversion to JSON fails on its own (a null key, an infinite number) before any decoding.
+    yaml11::check_json(&doc.root)?;
+    let map = match &doc.root {
+        Node::Map(map) => map,
+        Node::Null => return Err("Object 'Kind' is missing in ''".to_owned()),
         _ => {
             return Err(
                 "couldn't get version/kind; json parse error: the document is not an object"
@@ -218,11 +220,12 @@ pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
         }
     };
     // The type header is read before anything else, as the codec factory does.
-    let header = |key: &str| match get(map, key) {
-        Some(Yaml::String(s)) => Ok(s.clone()),
-        None | Some(Yaml::Null) => Ok(String::new()),
-        Some(_) => Err(format!(
-            "couldn't get version/kind; json parse error: json: cannot unmarshal non-string into Go struct field .{key} of type string"
+    let header = |key: &str| match yaml11::get(map, key) {
+        Some(Node::Str(s)) => Ok(s.clone()),
+        None | Some(Node::Null) => Ok(String::new()),
+        Some(other) => Err(format!(
+            "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
+            other.json_type()
         )),
     };
     let api_version = header("apiVersion")?;
@@ -247,40 +250,21 @@ pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
         source: source.to_path_buf(),
     };
     let providers = walk.config(map)?;
-    if !walk.unknown.is_empty() {
-        let fields: Vec<String> = walk
-            .unknown
-            .iter()
-            .map(|f| format!("unknown field {f:?}"))
-            .collect();
-        return Err(format!("strict decoding error: {}", fields.join(", ")));
+    // Strict errors come after a clean decode: first a repeated key (from the strict YAML
+    // conversion), then the unknown fields.
+    let strict: Vec<String> = doc
+        .strict_error()
+        .into_iter()
+        .chain(walk.unknown.iter().map(|f| format!("unknown field {f:?}")))
+        .collect();
+    if !strict.is_empty() {
+        return Err(format!("strict decoding error: {}", strict.join(", ")));
     }
     Ok(providers)
 }
 
-fn get<'a>(map: &'a yaml_rust2::yaml::Hash, key: &str) -> Option<&'a Yaml> {
-    map.get(&Yaml::String(key.to_owned()))
-}
-
-/// The JSON type name Go's decoder reports for a value it cannot store.
-fn json_type(value: &Yaml) -> &'static str {
-    match value {
-        Yaml::Integer(_) | Yaml::Real(_) => "number",
-        Yaml::String(_) => "string",
-        Yaml::Boolean(_) => "bool",
-        Yaml::Array(_) => "array",
-        Yaml::Hash(_) => "object",
-        _ => "value",
-    }
-}
-
-fn key_text(key: &Yaml) -> String {
-    match key {
-        Yaml::String(s) | Yaml::Real(s) => s.clone(),
-        Yaml::Integer(i) => i.to_string(),
-        Yaml::Boolean(b) => b.to_string(),
-        _ => "?".to_owned(),
-    }
+fn get<'a>(map: &'a [Entry], key: &str) -> Option<&'a Node> {
+    yaml11::get(map, key)
 }
 
 /// Walks the tree against the known field sets, collecting unknown fields (strict errors are
@@ -292,20 +276,21 @@ struct Walk {
 }
 
 impl Walk {
-    fn check_fields(&mut self, map: &yaml_rust2::yaml::Hash, known: &[&str], prefix: &str) {
-        for key in map.keys() {
-            let name = key_text(key);
+    fn check_fields(&mut self, map: &[Entry], known: &[&str], prefix: &str) {
+        for entry in map {
+            // `decode` has checked that every key converts.
+            let name = yaml11::key_string(&entry.key).unwrap_or_default();
             if !known.contains(&name.as_str()) {
                 self.unknown.push(format!("{prefix}{name}"));
             }
         }
     }
 
-    fn config(&mut self, map: &yaml_rust2::yaml::Hash) -> Result<Vec<Provider>, String> {
+    fn config(&mut self, map: &[Entry]) -> Result<Vec<Provider>, String> {
         self.check_fields(map, &["apiVersion", "kind", "providers"], "");
         let items = match get(map, "providers") {
-            None | Some(Yaml::Null) => return Ok(Vec::new()),
-            Some(Yaml::Array(items)) => items,
+            None | Some(Node::Null) => return Ok(Vec::new()),
+            Some(Node::Seq(items)) => items,
             Some(other) => {
                 return Err(type_error(
                     other,
@@ -321,14 +306,14 @@ impl Walk {
         Ok(providers)
     }
 
-    fn provider(&mut self, index: usize, item: &Yaml) -> Result<Provider, String> {
+    fn provider(&mut self, index: usize, item: &Node) -> Result<Provider, String> {
         let mut provider = Provider {
             source: self.source.clone(),
             ..Provider::default()
         };
         let map = match item {
-            Yaml::Null => return Ok(provider),
-            Yaml::Hash(map) => map,
+            Node::Null => return Ok(provider),
+            Node::Map(map) => map,
             other => {
                 return Err(type_error(
                     other,
@@ -357,8 +342,8 @@ impl Walk {
         provider.api_version = string(get(map, "apiVersion"), &field("apiVersion"))?;
         provider.args = strings(get(map, "args"), &field("args"))?;
         provider.default_cache_duration = match get(map, "defaultCacheDuration") {
-            None | Some(Yaml::Null) => None,
-            Some(Yaml::String(s)) => {
+            None | Some(Node::Null) => None,
+            Some(Node::Str(s)) => {
                 Some(GoDuration::parse(s).map_err(|_| format!("time: invalid duration {s:?}"))?)
             }
             Some(other) => {
@@ -366,12 +351,12 @@ impl Walk {
             }
         };
         match get(map, "env") {
-            None | Some(Yaml::Null) => {}
-            Some(Yaml::Array(entries)) => {
+            None | Some(Node::Null) => {}
+            Some(Node::Seq(entries)) => {
                 for (j, entry) in entries.iter().enumerate() {
                     match entry {
-                        Yaml::Null => provider.env.push((String::new(), String::new())),
-                        Yaml::Hash(env) => {
+                        Node::Null => provider.env.push((String::new(), String::new())),
+                        Node::Map(env) => {
                             self.check_fields(
                                 env,
                                 &["name", "value"],
@@ -392,8 +377,8 @@ impl Walk {
         }
         if known.contains(&"tokenAttributes") {
             provider.token_attributes = match get(map, "tokenAttributes") {
-                None | Some(Yaml::Null) => None,
-                Some(Yaml::Hash(attrs)) => Some(self.token_attributes(attrs, &prefix)?),
+                None | Some(Node::Null) => None,
+                Some(Node::Map(attrs)) => Some(self.token_attributes(attrs, &prefix)?),
                 Some(other) => {
                     return Err(type_error(
                         other,
@@ -408,7 +393,7 @@ impl Walk {
 
     fn token_attributes(
         &mut self,
-        attrs: &yaml_rust2::yaml::Hash,
+        attrs: &[Entry],
         prefix: &str,
     ) -> Result<TokenAttributes, String> {
         self.check_fields(
@@ -431,8 +416,8 @@ impl Walk {
             )?,
             cache_type: string(get(attrs, "cacheType"), &field("cacheType"))?,
             require_service_account: match get(attrs, "requireServiceAccount") {
-                None | Some(Yaml::Null) => None,
-                Some(Yaml::Boolean(b)) => Some(*b),
+                None | Some(Node::Null) => None,
+                Some(Node::Bool(b)) => Some(*b),
                 Some(other) => {
                     return Err(type_error(other, &field("requireServiceAccount"), "bool"));
                 }
@@ -449,29 +434,29 @@ impl Walk {
     }
 }
 
-fn type_error(value: &Yaml, field: &str, go_type: &str) -> String {
+fn type_error(value: &Node, field: &str, go_type: &str) -> String {
     format!(
         "json: cannot unmarshal {} into Go struct field {field} of type {go_type}",
-        json_type(value)
+        value.json_type()
     )
 }
 
-fn string(value: Option<&Yaml>, field: &str) -> Result<String, String> {
+fn string(value: Option<&Node>, field: &str) -> Result<String, String> {
     match value {
-        None | Some(Yaml::Null) => Ok(String::new()),
-        Some(Yaml::String(s)) => Ok(s.clone()),
+        None | Some(Node::Null) => Ok(String::new()),
+        Some(Node::Str(s)) => Ok(s.clone()),
         Some(other) => Err(type_error(other, field, "string")),
     }
 }
 
-fn strings(value: Option<&Yaml>, field: &str) -> Result<Vec<String>, String> {
+fn strings(value: Option<&Node>, field: &str) -> Result<Vec<String>, String> {
     match value {
-        None | Some(Yaml::Null) => Ok(Vec::new()),
-        Some(Yaml::Array(items)) => items
+        None | Some(Node::Null) => Ok(Vec::new()),
+        Some(Node::Seq(items)) => items
             .iter()
             .map(|item| match item {
-                Yaml::Null => Ok(String::new()),
-                Yaml::String(s) => Ok(s.clone()),
+                Node::Null => Ok(String::new()),
+                Node::Str(s) => Ok(s.clone()),
                 other => Err(type_error(other, field, "string")),
             })
             .collect(),
@@ -535,6 +520,87 @@ mod tests {
         .unwrap();
         assert_eq!(p[0].default_cache_duration, None);
         assert_eq!(p[1].default_cache_duration, Some(GoDuration::ZERO));
+    }
+
+    fn v1(providers: &str) -> String {
+        format!(
+            "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n{providers}"
+        )
+    }
+
+    /// issue #25 point 4: plain scalars are YAML 1.1, as `sigs.k8s.io/yaml` reads them.
+    #[test]
+    fn plain_scalars_resolve_as_yaml_1_1() {
+        let p = decode_str(&v1(
+            "- name: a\n  tokenAttributes:\n    requireServiceAccount: yes\n- name: b\n  tokenAttributes:\n    requireServiceAccount: Off\n",
+        ))
+        .unwrap();
+        let require = |i: usize| {
+            p[i].token_attributes
+                .as_ref()
+                .and_then(|t| t.require_service_account)
+        };
+        assert_eq!(require(0), Some(true));
+        assert_eq!(require(1), Some(false));
+        let table: &[(&str, &str)] = &[
+            (
+                "- name: a\n  matchImages: [a.example.com, on]\n",
+                "json: cannot unmarshal bool into Go struct field CredentialProvider.providers.matchImages of type string",
+            ),
+            (
+                "- name: a\n  args: [0755]\n",
+                "json: cannot unmarshal number into Go struct field CredentialProvider.providers.args of type string",
+            ),
+            (
+                "- name: no\n",
+                "json: cannot unmarshal bool into Go struct field CredentialProvider.providers.name of type string",
+            ),
+            (
+                "- name: a\n  defaultCacheDuration: .5\n",
+                "json: cannot unmarshal number into Go struct field CredentialProvider.providers.defaultCacheDuration of type string",
+            ),
+            (
+                "- name: a\n  tokenAttributes:\n    requireServiceAccount: 'yes'\n",
+                "json: cannot unmarshal string into Go struct field ServiceAccountTokenAttributes.providers.tokenAttributes.requireServiceAccount of type bool",
+            ),
+        ];
+        for (providers, want) in table {
+            assert_eq!(
+                decode_str(&v1(providers)).unwrap_err(),
+                *want,
+                "{providers}"
+            );
+        }
+        // Strings that stay strings.
+        let p = decode_str(&v1(
+            "- name: a\n  args: [\"0755\", 'on', 1:30, 10.0.0.1, 2001-12-14, ~]\n",
+        ))
+        .unwrap();
+        assert_eq!(
+            p[0].args,
+            ["0755", "on", "1:30", "10.0.0.1", "2001-12-14", ""]
+        );
+    }
+
+    #[test]
+    fn the_type_header_reports_the_json_type_it_got() {
+        assert_eq!(
+            decode_str("apiVersion: kubelet.config.k8s.io/v1\nkind: yes\n").unwrap_err(),
+            "couldn't get version/kind; json parse error: json: cannot unmarshal bool into Go struct field .kind of type string"
+        );
+        assert_eq!(
+            decode_str("apiVersion: 1\nkind: CredentialProviderConfig\n").unwrap_err(),
+            "couldn't get version/kind; json parse error: json: cannot unmarshal number into Go struct field .apiVersion of type string"
+        );
+    }
+
+    #[test]
+    fn repeated_keys_are_strict_errors_before_unknown_fields() {
+        let err = decode_str(&v1("- name: a\n  name: b\n  x: 1\n")).unwrap_err();
+        assert_eq!(
+            err,
+            "strict decoding error: yaml: unmarshal errors:\n  line 5: key \"name\" already set in map, unknown field \"providers[0].x\""
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod mirror;
 pub mod protocol;
 pub mod secret;
 pub mod validate;
+pub mod yaml11;
 
 pub use protocol::{ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials};
 pub use secret::Secret;

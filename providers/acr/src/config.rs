@@ -1,15 +1,23 @@
 //! The cloud configuration file (`/etc/kubernetes/azure.json`), read as upstream reads it.
 //!
-//! Upstream decodes it with `sigs.k8s.io/yaml` (YAML → JSON → Go `encoding/json`): the file may be
-//! JSON or YAML, keys match case-insensitively (`tenantID` is `tenantId`), unknown keys are
-//! ignored and an empty file means all defaults. Only the fields this plugin uses are read; a
-//! field of the wrong type is an error naming the file and the field, where Go would stop with a
-//! bare `json: cannot unmarshal`.
+//! Upstream's plugin loads it with cloud-provider-azure's config loader, which trims the file's
+//! surrounding whitespace and decodes it with `sigs.k8s.io/yaml`'s `Unmarshal` twice: once for
+//! `cloudConfigType`, once for the settings. That is YAML 1.1 (go-yaml v2, read here by the same
+//! [`kcp_kubelet::yaml11`] the kubelet's config uses), turned into JSON and decoded by Go's
+//! `encoding/json`. So the file may be JSON or YAML; an unquoted `yes`, `on` or `y` is `true`; only
+//! the first YAML document counts; a repeated key is no error (the last wins); keys match
+//! case-insensitively (`tenantID` is `tenantId`), and when two spellings of one key appear, the
+//! one that sorts last wins (Go decodes the converted JSON in sorted key order); unknown keys are
+//! ignored and an empty file means all defaults. The fields this plugin uses are promoted from
+//! embedded structs, which `sigs.k8s.io/yaml`'s number-to-string coercion does not reach: a number
+//! where a string belongs is an error there too. Only those fields are read; a field of the wrong
+//! type is an error naming the file and the field, where Go would stop with a bare
+//! `json: cannot unmarshal`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use kcp_kubelet::Secret;
+use kcp_kubelet::{Secret, yaml11};
 use serde_json::Value;
 
 /// The largest configuration file read; a real `azure.json` is about 2 KiB.
@@ -117,6 +125,13 @@ impl AzureConfig {
             reason,
         })?;
         let get = Fields { map: fields, path };
+        // Read first, into a string (sigs.k8s.io/yaml turns a number or boolean into one); only a
+        // list or a mapping fails there.
+        if let Some(v @ (Value::Array(_) | Value::Object(_))) =
+            get.map.get(&fold("cloudConfigType"))
+        {
+            return Err(get.wrong("cloudConfigType", "a string", v));
+        }
         Ok(AzureConfig {
             cloud: get.string("cloud")?,
             tenant_id: get.string("tenantId")?,
@@ -134,27 +149,27 @@ impl AzureConfig {
     }
 }
 
-/// The top-level mapping with lower-cased keys (a later spelling of a key wins, as in Go).
+/// The top-level mapping with case-folded keys, each holding the value Go would store.
 fn document(text: &str) -> Result<BTreeMap<String, Value>, String> {
-    if text.trim().is_empty() {
+    let text = text.trim();
+    if text.is_empty() {
         return Ok(BTreeMap::new());
     }
-    // JSON first: it is what nearly every node has, and its errors are the clearest for it.
-    let value = match serde_json::from_str::<Value>(text) {
-        Ok(value) => value,
-        Err(json_error) => match yaml_to_json(text) {
-            Ok(value) => value,
-            Err(_) if text.trim_start().starts_with('{') => {
-                return Err(format!("{json_error}"));
-            }
-            Err(yaml_error) => return Err(yaml_error),
-        },
-    };
-    match value {
-        Value::Object(map) => Ok(map
-            .into_iter()
-            .map(|(k, v)| (k.to_lowercase(), v))
-            .collect()),
+    let doc = yaml11::parse(text).map_err(|yaml_error| {
+        // For a file meant as JSON, the JSON parser's message says more.
+        match serde_json::from_str::<Value>(text) {
+            Err(json_error) if text.starts_with('{') => json_error.to_string(),
+            _ => yaml_error,
+        }
+    })?;
+    match yaml11::to_json(&doc.root)? {
+        Value::Object(map) => {
+            // encoding/json decodes the converted document in sorted key order and lets a later
+            // key overwrite an earlier one that folds to the same field.
+            let mut entries: Vec<(String, Value)> = map.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Ok(entries.into_iter().map(|(k, v)| (fold(&k), v)).collect())
+        }
         Value::Null => Ok(BTreeMap::new()),
         other => Err(format!(
             "expected a mapping of settings, got {}",
@@ -163,45 +178,13 @@ fn document(text: &str) -> Result<BTreeMap<String, Value>, String> {
     }
 }
 
-/// Parses YAML into the JSON value `sigs.k8s.io/yaml` would produce.
-fn yaml_to_json(text: &str) -> Result<Value, String> {
-    use yaml_rust2::{Yaml, YamlLoader};
-    let docs = YamlLoader::load_from_str(text).map_err(|e| e.to_string())?;
-    fn convert(y: &Yaml) -> Result<Value, String> {
-        Ok(match y {
-            Yaml::Null | Yaml::BadValue => Value::Null,
-            Yaml::Boolean(b) => Value::Bool(*b),
-            Yaml::Integer(i) => Value::from(*i),
-            Yaml::Real(r) => r
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map_or_else(|| Value::String(r.clone()), Value::Number),
-            Yaml::String(s) => Value::String(s.clone()),
-            Yaml::Array(items) => {
-                Value::Array(items.iter().map(convert).collect::<Result<_, _>>()?)
-            }
-            Yaml::Hash(map) => {
-                let mut out = serde_json::Map::new();
-                for (k, v) in map {
-                    let key = match k {
-                        Yaml::String(s) => s.clone(),
-                        Yaml::Integer(i) => i.to_string(),
-                        Yaml::Boolean(b) => b.to_string(),
-                        _ => return Err("mapping keys must be strings".into()),
-                    };
-                    out.insert(key, convert(v)?);
-                }
-                Value::Object(out)
-            }
-            Yaml::Alias(_) => return Err("YAML aliases are not supported".into()),
-        })
-    }
-    match docs.as_slice() {
-        [] => Ok(Value::Null),
-        [doc] => convert(doc),
-        _ => Err("expected one YAML document, found several".into()),
-    }
+/// A key as Go's `encoding/json` compares it with a field name: Unicode simple case folding,
+/// under which `ſ` is `s` and the Kelvin sign is `k`.
+fn fold(key: &str) -> String {
+    key.chars()
+        .flat_map(char::to_lowercase)
+        .map(|c| if c == 'ſ' { 's' } else { c })
+        .collect()
 }
 
 struct Fields<'a> {
@@ -211,7 +194,7 @@ struct Fields<'a> {
 
 impl Fields<'_> {
     fn string(&self, field: &'static str) -> Result<String, ConfigError> {
-        match self.map.get(&field.to_lowercase()) {
+        match self.map.get(&fold(field)) {
             None | Some(Value::Null) => Ok(String::new()),
             Some(Value::String(s)) => Ok(s.clone()),
             Some(other) => Err(self.wrong(field, "a string", other)),
@@ -219,7 +202,7 @@ impl Fields<'_> {
     }
 
     fn bool(&self, field: &'static str) -> Result<bool, ConfigError> {
-        match self.map.get(&field.to_lowercase()) {
+        match self.map.get(&fold(field)) {
             None | Some(Value::Null) => Ok(false),
             Some(Value::Bool(b)) => Ok(*b),
             Some(other) => Err(self.wrong(field, "true or false", other)),
@@ -334,6 +317,112 @@ mod tests {
         let e = parse("tenantId: 42\n").unwrap_err().to_string();
         assert!(
             e.contains("field \"tenantId\" must be a string, got a number"),
+            "{e}"
+        );
+    }
+
+    /// Upstream reads azure.json with sigs.k8s.io/yaml, i.e. YAML 1.1 (docs/providers/acr.md,
+    /// “The cloud config file”).
+    #[test]
+    fn yaml_1_1_scalars_as_upstream_reads_them() {
+        for word in ["yes", "Yes", "y", "on", "ON", "true"] {
+            let c = parse(&format!("useManagedIdentityExtension: {word}\n")).unwrap();
+            assert!(c.use_managed_identity_extension, "{word}");
+        }
+        for word in ["no", "N", "off", "false", "~", ""] {
+            let c = parse(&format!(
+                "useManagedIdentityExtension: {word}\nuseFederatedWorkloadIdentityExtension: yes\n"
+            ))
+            .unwrap();
+            assert!(!c.use_managed_identity_extension, "{word}");
+            assert!(c.use_federated_workload_identity_extension, "{word}");
+        }
+        // JSON is YAML: the same values, JSON's own spelling.
+        let c = parse(r#"{"useManagedIdentityExtension": true, "tenantId": "t"}"#).unwrap();
+        assert!(c.use_managed_identity_extension);
+        assert_eq!(c.tenant_id, "t");
+        // Quoted, `yes` is a string, which a bool field refuses.
+        let e = parse("useManagedIdentityExtension: 'yes'\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with(
+                "field \"useManagedIdentityExtension\" must be true or false, got a string"
+            ),
+            "{e}"
+        );
+        // An unquoted 0755 is the number 493, not a string (no coercion for these fields).
+        let e = parse("aadClientId: 0755\n").unwrap_err().to_string();
+        assert!(
+            e.ends_with("field \"aadClientId\" must be a string, got a number"),
+            "{e}"
+        );
+        // ...and `1:30` or a date stay strings.
+        let c = parse("aadClientId: 1:30\ntenantId: 2001-12-14\n").unwrap();
+        assert_eq!(
+            (c.aad_client_id.as_str(), c.tenant_id.as_str()),
+            ("1:30", "2001-12-14")
+        );
+    }
+
+    #[test]
+    fn a_yaml_azure_json() {
+        let c = parse(
+            "---\ncloud: AzurePublicCloud\ntenantId: 72f988bf-86f1-41af-91ab-2d7cd011db47\n\
+             useManagedIdentityExtension: yes\nuserAssignedIdentityID: &id 6e4b5d3c-1111-2222-3333-444455556666\n\
+             aadClientId: *id\ncloudProviderRateLimitQPS: 0x10\nvmType: vmss\n",
+        )
+        .unwrap();
+        assert_eq!(c.cloud, "AzurePublicCloud");
+        assert_eq!(c.tenant_id, "72f988bf-86f1-41af-91ab-2d7cd011db47");
+        assert!(c.use_managed_identity_extension);
+        assert_eq!(
+            c.user_assigned_identity_id,
+            "6e4b5d3c-1111-2222-3333-444455556666"
+        );
+        assert_eq!(c.aad_client_id, c.user_assigned_identity_id);
+    }
+
+    #[test]
+    fn keys_and_documents_as_go_decodes_them() {
+        // Two spellings of one key: the one that sorts last wins, wherever it stands.
+        for text in [
+            r#"{"tenantId": "a", "TENANTID": "b"}"#,
+            r#"{"TENANTID": "b", "tenantId": "a"}"#,
+        ] {
+            assert_eq!(parse(text).unwrap().tenant_id, "a", "{text}");
+        }
+        // The same key twice: the last one wins, no error (upstream decodes leniently).
+        assert_eq!(parse("tenantId: a\ntenantId: b\n").unwrap().tenant_id, "b");
+        // Go folds the long s like an s.
+        assert_eq!(
+            parse("aadClientſecret: x\n")
+                .unwrap()
+                .aad_client_secret
+                .map(|s| s.expose().to_owned()),
+            Some("x".to_owned())
+        );
+        // Only the first document counts; what follows is not even read.
+        assert_eq!(
+            parse("tenantId: a\n---\ntenantId: [b\n").unwrap().tenant_id,
+            "a"
+        );
+        // Surrounding whitespace is trimmed before parsing: an indented document marker is one.
+        assert_eq!(parse("  ---\ntenantId: a\n").unwrap().tenant_id, "a");
+        assert!(yaml11::parse("  ---\ntenantId: a\n").is_err());
+        // cloudConfigType is decoded first into a string: a number is coerced, a list is not.
+        assert!(parse("cloudConfigType: 1\n").is_ok());
+        let e = parse("cloudConfigType: [file]\n").unwrap_err().to_string();
+        assert!(
+            e.ends_with("field \"cloudConfigType\" must be a string, got a list"),
+            "{e}"
+        );
+        // What JSON cannot carry fails the conversion, wherever it is.
+        let e = parse("cloudProviderRateLimitQPS: .inf\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.ends_with("is not valid JSON or YAML: json: unsupported value: +Inf"),
             "{e}"
         );
     }
