@@ -206,9 +206,14 @@ pub fn load_file(file: &Path) -> Result<Vec<Provider>, LoadError> {
 
 /// Decodes one document (YAML or JSON) strictly; `Err` holds the kubelet's message.
 pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
-    let doc = yaml11::parse(text)?;
+    let mut doc = yaml11::parse(text)?;
     // The conversion to JSON fails on its own (a null key, an infinite number) before any decoding.
     yaml11::check_json(&doc.root)?;
+    // A document that starts with `{` goes to the kubelet's JSON decoder as written; any other goes
+    // through the YAML-to-JSON conversion first, which sorts every mapping's keys.
+    if !text.trim_start().starts_with('{') {
+        yaml11::sort_keys(&mut doc.root);
+    }
     let map = match &doc.root {
         Node::Map(map) => map,
         Node::Null => return Err("Object 'Kind' is missing in ''".to_owned()),
@@ -481,6 +486,21 @@ mod tests {
         assert_eq!(
             err,
             r#"strict decoding error: unknown field "providers[0].unknownField""#
+        );
+    }
+
+    #[test]
+    fn unknown_fields_come_in_key_order_from_yaml_and_document_order_from_json() {
+        // The YAML path converts to JSON first (keys sorted); a JSON file is decoded as written.
+        let yaml = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: a\n  matchImage: [x]\n  cacheDuration: 1h\n";
+        assert_eq!(
+            decode_str(yaml).unwrap_err(),
+            r#"strict decoding error: unknown field "providers[0].cacheDuration", unknown field "providers[0].matchImage""#
+        );
+        let json = r#"{"apiVersion":"kubelet.config.k8s.io/v1","kind":"CredentialProviderConfig","providers":[{"name":"a","matchImage":["x"],"cacheDuration":"1h"}]}"#;
+        assert_eq!(
+            decode_str(json).unwrap_err(),
+            r#"strict decoding error: unknown field "providers[0].matchImage", unknown field "providers[0].cacheDuration""#
         );
     }
 

@@ -78,6 +78,22 @@ impl Node {
     }
 }
 
+/// Orders every mapping by its keys' JSON text, as the kubelet's YAML-to-JSON conversion leaves
+/// them (Go's `encoding/json` writes map keys sorted). The kubelet then decodes that JSON, so
+/// unknown fields and the first type error of a YAML file come in key order, not document order.
+pub fn sort_keys(node: &mut Node) {
+    match node {
+        Node::Map(entries) => {
+            entries.sort_by_cached_key(|e| key_string(&e.key).unwrap_or_default());
+            for entry in entries {
+                sort_keys(&mut entry.value);
+            }
+        }
+        Node::Seq(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
+    }
+}
+
 /// The value of the entry whose key converts to `key` (see [`key_string`]).
 #[must_use]
 pub fn get<'a>(entries: &'a [Entry], key: &str) -> Option<&'a Node> {
