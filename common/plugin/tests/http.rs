@@ -207,6 +207,37 @@ fn error_excerpts_are_short_and_redact_tokens() {
     assert!(text.contains("<redacted>"), "{text}");
 }
 
+/// An AWS secret access key holds `/`, which breaks the token-run heuristic into short pieces:
+/// only the exact value, held as a `Secret`, hides it.
+#[test]
+fn error_excerpts_hide_every_secret_held_exactly() {
+    let key = "aXbY1234cDeF/5678gHiJ9012kLmN/3456oPqRsT";
+    assert_eq!(key.len(), 40);
+    assert_eq!(
+        redact_token_like(key),
+        key,
+        "the heuristic alone lets it through"
+    );
+    let body = format!(r#"{{"message":"The secret key {key} does not match"}}"#);
+    let fake = FakeServer::start(move |_| FakeResponse::new(400, body.clone()));
+    let _held = kcp_kubelet::Secret::new(key);
+    let err = get(
+        &client(ProxyConfig::default()),
+        Route::Internet,
+        &fake.url(),
+    )
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("The secret key <redacted> does not match"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("aXbY1234cDeF") && !text.contains("3456oPqRsT"),
+        "{text}"
+    );
+}
+
 #[test]
 fn redaction_keeps_ordinary_words_hosts_and_uuids() {
     assert_eq!(
