@@ -719,6 +719,50 @@ mod tests {
         );
     }
 
+    /// Issue #25: serde's message quotes a password put where an object belongs; the error's
+    /// `Display` and `Debug` must not.
+    #[test]
+    fn decode_errors_quote_no_value_from_stdout() {
+        let v1 = ApiVersion::V1.as_str();
+        let doc = format!(
+            r#"{{"kind":"CredentialProviderResponse","apiVersion":"{v1}","cacheKeyType":"Image","auth":{{"e.example.com":"hunter2-topsecret"}}}}"#
+        );
+        let err = decode_response(doc.as_bytes(), ctx(ApiVersion::V1)).unwrap_err();
+        let DecodeError::Strict(cause) = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(
+            cause.to_string(),
+            r#"auth["e.example.com"] must be an object with username and password, found a string (line 1, column 155)"#
+        );
+        for shown in [err.to_string(), format!("{err:?}"), err.kubelet_message()] {
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        assert!(
+            cause.decoder_message().contains("hunter2-topsecret"),
+            "kept for --show-secrets"
+        );
+        // Not JSON: neither the GVK cause.
+        let err = decode_response(b"\"hunter2-topsecret\"", ctx(ApiVersion::V1)).unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("hunter2"), "{err}");
+        // The kubelet's own messages quote apiVersion and cacheKeyType; the redacted form only
+        // protocol words.
+        let other = br#"{"apiVersion":"hunter2-topsecret"}"#;
+        let err = decode_response(other, ctx(ApiVersion::V1)).unwrap_err();
+        assert!(
+            err.redacted_kubelet_message()
+                .ends_with("actual apiVersion:<17 chars>")
+        );
+        let key_type = format!(
+            r#"{{"kind":"CredentialProviderResponse","apiVersion":"{v1}","cacheKeyType":"hunter2-topsecret"}}"#
+        );
+        let err = decode_response(key_type.as_bytes(), ctx(ApiVersion::V1)).unwrap_err();
+        assert_eq!(
+            err.redacted_kubelet_message(),
+            r#"credential provider plugin did not return a valid cacheKeyType: "<17 chars>""#
+        );
+    }
+
     #[test]
     fn token_echo_guard_applies_unless_cache_type_is_token() {
         let doc = br#"{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"Image","auth":{"a.io":{"username":"u","password":"sa-jwt"}}}"#;
