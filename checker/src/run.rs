@@ -217,24 +217,29 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
         kcp_kubelet::stdout_shape::redacted(&outcome.stdout)
     };
 
-    if outcome.stdout_overflow {
-        out.kubelet_error = Some(format!(
-            "none: not judged: {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout, where the checker stops reading and ends the plugin (the kubelet has no limit and would hold it all in memory)",
-            p.name
-        ));
-        out.cause = Some(
-            "an answer is a few hundred bytes: the plugin writes something else to stdout (logs and dumps belong on stderr)".into(),
-        );
-        return out;
-    }
-    if outcome.pipes_held_open {
-        out.kubelet_error = Some(format!(
-            "none: the kubelet would block on this pull: {} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout",
-            p.name
-        ));
-        out.cause = Some(
-            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)".into(),
-        );
+    // Failures the kubelet has no message for: (what happened, what to do).
+    let not_judged = if outcome.stdout_overflow {
+        Some((
+            format!(
+                "none: not judged: {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout, where the checker stops reading and ends the plugin (the kubelet has no limit and would hold it all in memory)",
+                p.name
+            ),
+            "an answer is a few hundred bytes: the plugin writes something else to stdout (logs and dumps belong on stderr)",
+        ))
+    } else if outcome.pipes_held_open {
+        Some((
+            format!(
+                "none: the kubelet would block on this pull: {} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout",
+                p.name
+            ),
+            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)",
+        ))
+    } else {
+        None
+    };
+    if let Some((error, cause)) = not_judged {
+        out.kubelet_error = Some(error);
+        out.cause = Some(cause.to_owned());
         return out;
     }
     if let Some(error) = outcome.kubelet_exec_error(&p.name, image) {
