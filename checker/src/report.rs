@@ -241,6 +241,7 @@ fn run_one_json(run: &ProviderRun) -> Value {
         "elapsedMs": u64::try_from(run.elapsed.as_millis()).unwrap_or(u64::MAX),
         "stderr": run.stderr,
         "stdout": run.stdout,
+        "stdoutRedacted": run.redacted,
         "kubeletError": run.kubelet_error,
         "cause": run.cause,
         "auth": run.auth.iter().map(|a| json!({
@@ -303,7 +304,15 @@ pub fn run_human(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> String 
         }
         if let Some(error) = &run.kubelet_error {
             if !run.stdout.is_empty() {
-                let _ = writeln!(s, "stdout:");
+                let _ = writeln!(
+                    s,
+                    "stdout{}:",
+                    if run.redacted {
+                        " (string values shown as their length; --show-secrets shows them)"
+                    } else {
+                        ""
+                    }
+                );
                 for line in run.stdout.lines() {
                     let _ = writeln!(s, "  | {line}");
                 }

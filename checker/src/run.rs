@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::exec::{DecodeContext, DecodeError, PluginExec, decode_response};
+use kcp_kubelet::exec::{
+    DecodeContext, DecodeError, MAX_STDOUT_BYTES, PluginExec, decode_response,
+};
 use kcp_kubelet::matching::{explain, normalize_auth_key};
 use kcp_kubelet::protocol::{ApiVersion, CacheKeyType, encode_request};
 
@@ -94,8 +96,11 @@ pub struct ProviderRun {
     pub elapsed: Duration,
     /// stderr, which the kubelet drops on success.
     pub stderr: String,
-    /// stdout with passwords redacted unless `--show-secrets`.
+    /// stdout; unless `--show-secrets`, every string value shown as its length (see
+    /// `kcp_kubelet::stdout_shape::redacted`).
     pub stdout: String,
+    /// Whether `stdout` (and the SA token and passwords in stderr) are hidden.
+    pub redacted: bool,
     /// The kubelet's error message on failure.
     pub kubelet_error: Option<String>,
     /// The real cause the kubelet hides.
@@ -125,6 +130,7 @@ impl ProviderRun {
             elapsed: Duration::ZERO,
             stderr: String::new(),
             stdout: String::new(),
+            redacted: false,
             kubelet_error: None,
             cause: None,
             auth: Vec::new(),
@@ -201,26 +207,43 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     let outcome = exec.run(&request);
     out.exit_code = outcome.exit_code;
     out.elapsed = outcome.elapsed;
-    out.stderr = outcome.stderr_text();
-    let stdout = outcome.stdout_text();
+    out.redacted = !opts.show_secrets;
+    // What the checker knows to be secret; passwords are added once the answer is decoded.
+    let mut known: Vec<&str> = token.into_iter().collect();
+    out.stderr = hide_known(&outcome.stderr_text(), &known, opts.show_secrets);
     out.stdout = if opts.show_secrets {
-        stdout
+        outcome.stdout_text()
     } else {
-        redact_secrets(&stdout)
+        kcp_kubelet::stdout_shape::redacted(&outcome.stdout)
     };
 
-    if outcome.pipes_held_open {
-        out.kubelet_error = Some(format!(
-            "none: the kubelet would block on this pull: {} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout",
-            p.name
-        ));
-        out.cause = Some(
-            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)".into(),
-        );
+    // Failures the kubelet has no message for: (what happened, what to do).
+    let not_judged = if outcome.stdout_overflow {
+        Some((
+            format!(
+                "none: not judged: {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout, where the checker stops reading and ends the plugin (the kubelet has no limit and would hold it all in memory)",
+                p.name
+            ),
+            "an answer is a few hundred bytes: the plugin writes something else to stdout (logs and dumps belong on stderr)",
+        ))
+    } else if outcome.pipes_held_open {
+        Some((
+            format!(
+                "none: the kubelet would block on this pull: {} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout",
+                p.name
+            ),
+            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)",
+        ))
+    } else {
+        None
+    };
+    if let Some((error, cause)) = not_judged {
+        out.kubelet_error = Some(error);
+        out.cause = Some(cause.to_owned());
         return out;
     }
     if let Some(error) = outcome.kubelet_exec_error(&p.name, image) {
-        out.kubelet_error = Some(error);
+        out.kubelet_error = Some(hide_known(&error, &known, opts.show_secrets));
         out.cause = Some(if outcome.timed_out {
             format!(
                 "no answer within {}; the kubelet kills plugins after 60s",
@@ -241,12 +264,25 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     };
     match decode_response(&outcome.stdout, ctx) {
         Err(e) => {
-            out.kubelet_error = Some(e.kubelet_message());
+            out.kubelet_error = Some(if opts.show_secrets {
+                e.kubelet_message()
+            } else {
+                e.redacted_kubelet_message()
+            });
+            // The decoder's own words may quote a value from stdout (a password where an object
+            // belongs): only with --show-secrets.
+            let decoder = |c: &kcp_kubelet::exec::Cause| {
+                if opts.show_secrets {
+                    format!("; the decoder's message: {}", c.decoder_message())
+                } else {
+                    String::new()
+                }
+            };
             // The kubelet hides only the strict-decoding cause; for the other failures its
             // message already is the cause, so say how to fix it instead.
             out.cause = Some(match &e {
-                DecodeError::Strict(cause) => cause.clone(),
-                DecodeError::Gvk(_) => "stdout must hold exactly one JSON document (whitespace around it only); log lines belong on stderr".into(),
+                DecodeError::Strict(cause) => format!("{cause}{}", decoder(cause)),
+                DecodeError::Gvk(cause) => format!("stdout must hold exactly one JSON document (whitespace around it only); log lines belong on stderr{}", decoder(cause)),
                 DecodeError::ApiVersionMismatch { .. } => "the plugin must answer in exactly the apiVersion the config names for it (no negotiation)".into(),
                 DecodeError::TokenEcho(_) => "set tokenAttributes.cacheType: Token, or return a credential other than the service-account token".into(),
                 DecodeError::InvalidCacheKeyType(_) => "cacheKeyType must be Image, Registry or Global (case-sensitive)".into(),
@@ -254,6 +290,8 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
         }
         Ok(accepted) => {
             out.verdict = Verdict::Accepted;
+            known.extend(accepted.auth.values().map(|(_, pass)| pass.as_str()));
+            out.stderr = hide_known(&outcome.stderr_text(), &known, opts.show_secrets);
             out.keys_used = accepted
                 .keys_for_image(image)
                 .into_iter()
@@ -327,6 +365,25 @@ fn cache_entry(
     }
 }
 
+/// `text` with each of `secrets` (the SA token sent, the passwords answered) replaced by
+/// [`REDACTED`], unless secrets are to be shown.
+fn hide_known(text: &str, secrets: &[&str], show: bool) -> String {
+    if show {
+        return text.to_owned();
+    }
+    // Short values would hide innocent text; the kubelet's rules keep them out of logs anyway.
+    let mut secrets: Vec<&str> = secrets
+        .iter()
+        .copied()
+        .filter(|s| s.len() >= kcp_kubelet::secret::MIN_KNOWN_LEN)
+        .collect();
+    // Longest first: a secret that contains another is hidden whole.
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    secrets.iter().fold(text.to_owned(), |text, secret| {
+        text.replace(secret, REDACTED)
+    })
+}
+
 fn secret(value: &str, show: bool) -> String {
     if show {
         value.to_owned()
@@ -335,211 +392,9 @@ fn secret(value: &str, show: bool) -> String {
     }
 }
 
-/// Object members whose values are never shown (compared case-insensitively, `_` and `-`
-/// ignored): the kubelet's `password`, and the token and secret fields a plugin or a misbehaving
-/// one might add.
-const SECRET_KEYS: &[&str] = &[
-    "password",
-    "token",
-    "secret",
-    "accesstoken",
-    "refreshtoken",
-    "identitytoken",
-    "registrytoken",
-    "serviceaccounttoken",
-    "clientsecret",
-];
-
-/// A plugin's stdout made safe to show: parsed as JSON, every member whose key is a secret field
-/// ([`SECRET_KEYS`], after JSON unescaping, so `"pass\u0077ord"` counts) has its value replaced by
-/// [`REDACTED`] whatever its type, at any depth and in every duplicate, and the result is written
-/// back compactly. Text that is not one JSON value is not shown at all, only its size and where
-/// parsing stopped: any part of it could be a secret.
-pub fn redact_secrets(text: &str) -> String {
-    if text.trim().is_empty() {
-        return text.to_owned();
-    }
-    match serde_json::from_str::<Json>(text) {
-        Ok(mut json) => {
-            json.redact();
-            let mut out = String::new();
-            json.write(&mut out);
-            out
-        }
-        Err(e) => format!(
-            "<{} bytes that are not one JSON value (line {}, column {}): not shown, since any of it could be a secret; --show-secrets shows it>",
-            text.len(),
-            e.line(),
-            e.column()
-        ),
-    }
-}
-
-/// JSON that keeps every object member, duplicates included and in order (serde_json's `Value`
-/// keeps only the last of a duplicated key, which would hide the others from redaction).
-enum Json {
-    Null,
-    Bool(bool),
-    Number(serde_json::Number),
-    String(String),
-    Array(Vec<Json>),
-    Object(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn redact(&mut self) {
-        match self {
-            Json::Array(items) => items.iter_mut().for_each(Json::redact),
-            Json::Object(members) => {
-                for (key, value) in members {
-                    let folded: String = key
-                        .chars()
-                        .filter(|c| !matches!(c, '_' | '-'))
-                        .collect::<String>()
-                        .to_ascii_lowercase();
-                    if SECRET_KEYS.contains(&folded.as_str()) {
-                        *value = Json::String(REDACTED.to_owned());
-                    } else {
-                        value.redact();
-                    }
-                }
-            }
-            Json::Null | Json::Bool(_) | Json::Number(_) | Json::String(_) => {}
-        }
-    }
-
-    fn write(&self, out: &mut String) {
-        let quoted = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
-        match self {
-            Json::Null => out.push_str("null"),
-            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Number(n) => out.push_str(&n.to_string()),
-            Json::String(s) => out.push_str(&quoted(s)),
-            Json::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    item.write(out);
-                }
-                out.push(']');
-            }
-            Json::Object(members) => {
-                out.push('{');
-                for (i, (key, value)) in members.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&quoted(key));
-                    out.push(':');
-                    value.write(out);
-                }
-                out.push('}');
-            }
-        }
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Json {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Json;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E>(self) -> Result<Json, E> {
-                Ok(Json::Null)
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<Json, E> {
-                Ok(Json::Bool(b))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<Json, E> {
-                Ok(Json::Number(n.into()))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<Json, E> {
-                Ok(Json::Number(n.into()))
-            }
-            fn visit_f64<E>(self, n: f64) -> Result<Json, E> {
-                Ok(serde_json::Number::from_f64(n).map_or(Json::Null, Json::Number))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<Json, E> {
-                Ok(Json::String(s.to_owned()))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element()? {
-                    items.push(item);
-                }
-                Ok(Json::Array(items))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
-                let mut members = Vec::new();
-                while let Some(member) = map.next_entry::<String, Json>()? {
-                    members.push(member);
-                }
-                Ok(Json::Object(members))
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Secret members are found by their parsed key, so no JSON escape, nesting, duplicate or
-    /// value type gets one past; text that is not JSON is not shown. The old text search missed
-    /// `"pass\u0077ord"`, escaped values, all but the first duplicate and non-string values.
-    #[test]
-    fn secrets_are_redacted_by_parsing_never_by_searching() {
-        for (stdout, shown) in [
-            (
-                r#"{"auth":{"r.io":{"username":"u","password":"s3cret"}},"cacheDuration":"5m0s"}"#,
-                r#"{"auth":{"r.io":{"username":"u","password":"<redacted>"}},"cacheDuration":"5m0s"}"#,
-            ),
-            (
-                r#"{"auth":{"r.io":{"username":"u","pass\u0077ord":"s3cret"}}}"#,
-                r#"{"auth":{"r.io":{"username":"u","password":"<redacted>"}}}"#,
-            ),
-            (
-                r#"{"password":"s\u0033cret\"quoted"}"#,
-                r#"{"password":"<redacted>"}"#,
-            ),
-            (
-                r#"{"password":"first","password":"second"}"#,
-                r#"{"password":"<redacted>","password":"<redacted>"}"#,
-            ),
-            (
-                r#"{"a":[{"b":{"Password":{"nested":"s3cret"}}},{"PASSWORD":[1,2]},{"password":42}]}"#,
-                r#"{"a":[{"b":{"Password":"<redacted>"}},{"PASSWORD":"<redacted>"},{"password":"<redacted>"}]}"#,
-            ),
-            (
-                r#"{"access_token":"ya29.x","serviceAccountToken":"eyJ","client-secret":"c"}"#,
-                r#"{"access_token":"<redacted>","serviceAccountToken":"<redacted>","client-secret":"<redacted>"}"#,
-            ),
-            ("  ", "  "),
-        ] {
-            assert_eq!(redact_secrets(stdout), shown, "{stdout}");
-        }
-        for not_json in [
-            r#"{"password":"s3cret""#,
-            r#"password: s3cret"#,
-            r#"{"password":"s3cret"} {"second":1}"#,
-        ] {
-            let shown = redact_secrets(not_json);
-            assert!(
-                !shown.contains("s3cret")
-                    && shown.starts_with(&format!(
-                        "<{} bytes that are not one JSON value",
-                        not_json.len()
-                    )),
-                "{shown}"
-            );
-        }
-    }
 
     #[test]
     fn cache_entry_follows_the_kubelet_table() {

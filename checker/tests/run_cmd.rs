@@ -599,3 +599,222 @@ fn an_invalid_config_stops_run_before_any_exec() {
     );
     assert!(!s.bin.join("p.ran").exists());
 }
+
+/// `run` in human form (the default output).
+fn human(s: &Setup, extra_args: &[&str]) -> Run {
+    let mut args: Vec<std::ffi::OsString> = vec![
+        "run".into(),
+        "--config".into(),
+        s.cfg.clone().into(),
+        "--bin-dir".into(),
+        s.bin.clone().into(),
+    ];
+    args.extend(extra_args.iter().map(Into::into));
+    args.push(IMAGE.into());
+    check(args)
+}
+
+/// Issue #25: a password where an auth object belongs. serde's message quotes it (`invalid type:
+/// string "hunter2-topsecret"`); neither the cause nor the raw stdout may show it unless asked.
+#[test]
+fn a_malformed_answer_shows_no_secret_without_show_secrets() {
+    if kcp_testkit::skip_on_windows(
+        "a_malformed_answer_shows_no_secret_without_show_secrets",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    let s = Setup::new(
+        &answering(&response(
+            r#""cacheKeyType":"Image","auth":{"e.example.com":"hunter2-topsecret"}"#,
+        )),
+        "",
+    );
+    let run = s.run(&[]);
+    assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+    let p = assert_fails_with(
+        &run,
+        "error decoding credential provider plugin response from stdout",
+    );
+    // The cause names the place (JSON path, line and column) and what is wrong, not the value.
+    assert_eq!(
+        p["cause"],
+        r#"auth["e.example.com"] must be an object with username and password, found a string (line 1, column 155)"#
+    );
+    // The raw answer: keys and protocol words kept, every other string as its length.
+    assert_eq!(
+        p["stdout"],
+        format!(
+            r#"{{"kind":"CredentialProviderResponse","apiVersion":"{V1}","cacheKeyType":"Image","auth":{{"e.example.com":"<17 chars>"}}}}"#
+        )
+    );
+    assert_eq!(p["stdoutRedacted"], true);
+
+    let text = human(&s, &[]);
+    assert_eq!(text.code, 1);
+    assert!(!text.stdout.contains("hunter2"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains(
+            "stdout (string values shown as their length; --show-secrets shows them):\n  | {\"kind\""
+        ),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(r#"cause:   auth["e.example.com"] must be an object"#),
+        "{}",
+        text.stdout
+    );
+
+    // Asked for, everything is shown, the decoder's own message included.
+    let shown = s.run(&["--show-secrets"]);
+    let p = first(&shown);
+    assert!(
+        p["stdout"].as_str().unwrap().contains("hunter2-topsecret"),
+        "{p}"
+    );
+    assert!(
+        p["cause"]
+            .as_str()
+            .unwrap()
+            .contains(r#"the decoder's message: invalid type: string "hunter2-topsecret""#),
+        "{p}"
+    );
+    assert_eq!(p["stdoutRedacted"], false);
+    assert!(
+        human(&s, &["--show-secrets"])
+            .stdout
+            .contains("hunter2-topsecret")
+    );
+}
+
+/// Values the kubelet's own messages quote (cacheKeyType, apiVersion) are shown when they are
+/// protocol words and as their length otherwise.
+#[test]
+fn values_in_the_kubelets_messages_are_hidden_unless_protocol_words() {
+    if kcp_testkit::skip_on_windows(
+        "values_in_the_kubelets_messages_are_hidden_unless_protocol_words",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    let s = Setup::new(
+        &answering(&response(r#""cacheKeyType":"hunter2-topsecret""#)),
+        "",
+    );
+    let run = s.run(&[]);
+    assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+    assert_fails_with(
+        &run,
+        "credential provider plugin did not return a valid cacheKeyType: \"<17 chars>\"",
+    );
+    assert_fails_with(
+        &s.run(&["--show-secrets"]),
+        "credential provider plugin did not return a valid cacheKeyType: \"hunter2-topsecret\"",
+    );
+    let s = Setup::new(
+        &answering(&response(r#""cacheKeyType":"ServiceAccount""#)),
+        "",
+    );
+    assert_fails_with(
+        &s.run(&[]),
+        "credential provider plugin did not return a valid cacheKeyType: \"ServiceAccount\"",
+    );
+}
+
+/// Output that is not JSON at all is shown as its size only.
+#[test]
+fn non_json_output_shows_only_its_length() {
+    if kcp_testkit::skip_on_windows(
+        "non_json_output_shows_only_its_length",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    let s = Setup::new("cat >/dev/null\necho 'password=hunter2-topsecret'", "");
+    let run = s.run(&[]);
+    assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+    let p = assert_fails_with(
+        &run,
+        "error reading GVK from response: couldn't get version/kind; json parse error: stdout is not valid JSON (line 1, column 1)",
+    );
+    assert_eq!(
+        p["stdout"],
+        "<27 bytes that are not one JSON document: not shown, since any of it could be a secret>"
+    );
+    let text = human(&s, &[]);
+    assert!(!text.stdout.contains("hunter2"), "{}", text.stdout);
+    assert!(text.stdout.contains("<27 bytes"), "{}", text.stdout);
+    let shown = first(&s.run(&["--show-secrets"]));
+    assert_eq!(shown["stdout"], "password=hunter2-topsecret\n");
+}
+
+/// A plugin that floods stdout is ended at the cap and reported, not waited for.
+#[test]
+fn stdout_past_the_cap_is_reported_and_the_plugin_ended() {
+    if kcp_testkit::skip_on_windows(
+        "stdout_past_the_cap_is_reported_and_the_plugin_ended",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    // 3 MB, then a long sleep: only the cap ends it early (without the cap, the timeout would,
+    // and the test fails on its message).
+    let s = Setup::new(
+        "cat >/dev/null\nhead -c 3000000 /dev/zero | tr '\\0' x\nexec sleep 600",
+        "",
+    );
+    let run = s.run(&["--timeout", "30s"]);
+    let p = assert_fails_with(
+        &run,
+        "none: not judged: p wrote more than 1048576 bytes to stdout, where the checker stops reading and ends the plugin",
+    );
+    assert!(p["cause"].as_str().unwrap().contains("stderr"), "{p}");
+    assert!(
+        p["stdout"]
+            .as_str()
+            .unwrap()
+            .starts_with("<1048576 bytes that are not one JSON document"),
+        "{p}"
+    );
+}
+
+/// The SA token sent and the passwords answered are hidden in the plugin's stderr too.
+#[test]
+fn known_secrets_are_hidden_in_the_plugins_stderr() {
+    if kcp_testkit::skip_on_windows(
+        "known_secrets_are_hidden_in_the_plugins_stderr",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    let attrs = TOKEN_ATTRS.replace(
+        "      requiredServiceAccountAnnotationKeys: [example.com/role]\n",
+        "",
+    );
+    let s = Setup::new(
+        &format!(
+            "cat >&2\necho ' password hunter2-topsecret' >&2\n{}",
+            answering(&response(
+                r#""cacheKeyType":"Image","auth":{"*.example.com":{"username":"u","password":"hunter2-topsecret"}}"#,
+            ))
+        ),
+        &attrs,
+    );
+    let token = s.file("token");
+    std::fs::write(&token, "jwt-abc-sa-token").unwrap();
+    let token_arg = token.display().to_string();
+    let run = s.run(&["--sa-token", &token_arg]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    assert!(!run.stdout.contains("hunter2"), "{}", run.stdout);
+    assert!(!run.stdout.contains("jwt-abc-sa-token"), "{}", run.stdout);
+    let stderr = first(&run)["stderr"].as_str().unwrap().to_owned();
+    assert!(
+        stderr.contains("\"serviceAccountToken\":\"<redacted>\"")
+            && stderr.contains(" password <redacted>"),
+        "{stderr}"
+    );
+    let shown = s.run(&["--sa-token", &token_arg, "--show-secrets"]);
+    assert!(shown.stdout.contains("jwt-abc-sa-token"));
+}

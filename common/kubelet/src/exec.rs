@@ -20,6 +20,7 @@ use serde::de::{MapAccess, Visitor};
 use crate::duration::GoDuration;
 use crate::matching;
 use crate::protocol::{ApiVersion, CacheKeyType, GROUP, RESPONSE_KIND};
+use crate::stdout_shape::{self, escape_controls};
 
 /// The kubelet's fixed plugin timeout.
 pub const KUBELET_EXEC_TIMEOUT: Duration = Duration::from_secs(60);
@@ -27,6 +28,16 @@ pub const KUBELET_EXEC_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long to wait for stdout/stderr to close after the plugin exited. Go's kubelet waits forever
 /// (`WaitDelay` unset); we stop and report the grandchild that holds them open.
 const PIPE_GRACE: Duration = Duration::from_secs(2);
+
+/// How much of a plugin's stdout is read. The kubelet reads without limit, but an answer is a few
+/// hundred bytes (a few KiB with many `auth` entries): more is a plugin writing something else to
+/// stdout. Past this the plugin and its process group are killed and the outcome says
+/// [`ExecOutcome::stdout_overflow`], so nothing hangs and memory stays bounded.
+pub const MAX_STDOUT_BYTES: usize = 1024 * 1024;
+
+/// How much of a plugin's stderr is kept; the rest is read and dropped (the plugin is not
+/// stopped for logging too much), with a note saying how much.
+pub const MAX_STDERR_BYTES: usize = 1024 * 1024;
 
 /// The kubelet's message for every strict-decoding failure.
 pub const DECODE_ERROR: &str = "error decoding credential provider plugin response from stdout";
@@ -53,11 +64,16 @@ impl AcceptedResponse {
 }
 
 /// Why the kubelet would reject a plugin's stdout.
+///
+/// No variant's `Display` or `Debug` quotes a value from stdout the kubelet's own message would
+/// not: a malformed answer still holds credentials. The kubelet's messages quote only the
+/// `apiVersion` and `cacheKeyType` sent; [`DecodeError::redacted_kubelet_message`] hides those
+/// too unless they are protocol words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecodeError {
     /// Not one JSON object with readable `apiVersion`/`kind`.
     #[error("error reading GVK from response: couldn't get version/kind; json parse error: {0}")]
-    Gvk(String),
+    Gvk(Cause),
     /// Another apiVersion than the configured one.
     #[error(
         "apiVersion from credential plugin response did not match expected apiVersion:{expected}, actual apiVersion:{}",
@@ -71,7 +87,7 @@ pub enum DecodeError {
     },
     /// Strict decoding failed; the kubelet prints only [`DECODE_ERROR`].
     #[error("{DECODE_ERROR} (cause, hidden by the kubelet: {0})")]
-    Strict(String),
+    Strict(Cause),
     /// The plugin returned the service-account token as a password without `cacheType: Token`.
     #[error(
         "Credential provider plugin returned the service account token as the password for image {0:?}, which is not allowed when service account cache type is not set to 'Token'"
@@ -89,6 +105,58 @@ impl DecodeError {
             DecodeError::Strict(_) => DECODE_ERROR.to_owned(),
             other => other.to_string(),
         }
+    }
+
+    /// [`Self::kubelet_message`] with the values it quotes from stdout (the `apiVersion` and
+    /// `cacheKeyType` sent) shown only when they are protocol words, else as their length.
+    pub fn redacted_kubelet_message(&self) -> String {
+        match self {
+            DecodeError::ApiVersionMismatch { expected, actual } => format!(
+                "apiVersion from credential plugin response did not match expected apiVersion:{expected}, actual apiVersion:{}",
+                stdout_shape::hide_value(actual)
+            ),
+            DecodeError::InvalidCacheKeyType(value) => format!(
+                "credential provider plugin did not return a valid cacheKeyType: \"{}\"",
+                stdout_shape::hide_value(value)
+            ),
+            other => other.kubelet_message(),
+        }
+    }
+}
+
+/// Why a document could not be decoded, in words that quote no value from it (the JSON path, the
+/// kind of value found, line and column; see [`stdout_shape`]). The decoder's own message, which
+/// may quote a value (serde_json's `invalid type: string "…"`), is kept apart for a reader who
+/// asked to see secrets; neither `Display` nor `Debug` shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Cause {
+    text: String,
+    decoder_message: String,
+}
+
+impl Cause {
+    fn new(text: String, decoder_message: String) -> Self {
+        Cause {
+            text,
+            decoder_message: escape_controls(&decoder_message),
+        }
+    }
+
+    /// The decoder's own message, which may quote values from stdout (secrets included).
+    pub fn decoder_message(&self) -> &str {
+        &self.decoder_message
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::fmt::Debug for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Cause({:?})", self.text)
     }
 }
 
@@ -121,8 +189,12 @@ pub fn decode_response(
         #[allow(dead_code)]
         kind: Option<String>,
     }
-    let gvk: Gvk = serde_json::from_slice(stdout)
-        .map_err(|e| DecodeError::Gvk(escape_controls(&e.to_string())))?;
+    let gvk: Gvk = serde_json::from_slice(stdout).map_err(|e| {
+        DecodeError::Gvk(Cause::new(
+            stdout_shape::gvk_cause(stdout, &e),
+            e.to_string(),
+        ))
+    })?;
     let actual = gvk.api_version.unwrap_or_default();
     // 2. apiVersion must equal the configured one.
     if actual != ctx.expected.as_str() {
@@ -132,17 +204,26 @@ pub fn decode_response(
         });
     }
     // 3. Strict decode: unknown, duplicate and wrong-case fields fail; kind and group checked.
-    let strict: StrictResponse = serde_json::from_slice(stdout)
-        .map_err(|e| DecodeError::Strict(escape_controls(&e.to_string())))?;
+    let strict: StrictResponse = serde_json::from_slice(stdout).map_err(|e| {
+        DecodeError::Strict(Cause::new(
+            stdout_shape::strict_cause(stdout, &e),
+            e.to_string(),
+        ))
+    })?;
     let kind = strict.kind.unwrap_or_default();
     if kind != RESPONSE_KIND {
-        return Err(DecodeError::Strict(format!(
-            "kind is {kind:?}, expected {RESPONSE_KIND:?}"
+        return Err(DecodeError::Strict(Cause::new(
+            format!(
+                "kind is {}, expected {RESPONSE_KIND:?}",
+                stdout_shape::hide_value(&kind)
+            ),
+            format!("kind is {kind:?}, expected {RESPONSE_KIND:?}"),
         )));
     }
     if !actual.starts_with(&format!("{GROUP}/")) {
-        return Err(DecodeError::Strict(format!(
-            "group of {actual:?} is not {GROUP}"
+        return Err(DecodeError::Strict(Cause::new(
+            format!("the apiVersion's group is not {GROUP}"),
+            format!("group of {actual:?} is not {GROUP}"),
         )));
     }
     let auth: BTreeMap<String, (String, String)> = strict
@@ -178,20 +259,6 @@ pub fn decode_response(
         cache_duration: strict.cache_duration,
         auth,
     })
-}
-
-/// serde_json names an unknown field verbatim and the kubelet prints apiVersion as sent, so a
-/// plugin's stdout could put newlines or terminal escapes into a one-line message.
-fn escape_controls(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
 }
 
 #[derive(Deserialize)]
@@ -307,11 +374,26 @@ impl PluginExec {
                 let _ = pipe.write_all(&input);
             }
         });
-        let stdout_rx = drain(child.stdout.take());
-        let stderr_rx = drain(child.stderr.take());
+        let stdout_rx = drain(child.stdout.take(), MAX_STDOUT_BYTES, true);
+        let stderr_rx = drain(child.stderr.take(), MAX_STDERR_BYTES, false);
 
         let mut timed_out = false;
+        let mut stdout: Option<Drained> = None;
+        let mut stdout_overflow = false;
         let status = loop {
+            // Too much stdout ends the run at once: the plugin may be blocked on a full pipe
+            // that nobody reads any more.
+            if stdout.is_none()
+                && let Ok(drained) = stdout_rx.try_recv()
+            {
+                if drained.overflow {
+                    stdout_overflow = true;
+                    kill_group(&mut child);
+                    stdout = Some(drained);
+                    break child.wait().ok();
+                }
+                stdout = Some(drained);
+            }
             match child.try_wait() {
                 Ok(Some(status)) => break Some(status),
                 Ok(None) if started.elapsed() >= self.timeout => {
@@ -323,20 +405,22 @@ impl PluginExec {
                 Err(_) => break None,
             }
         };
-        let stdout = stdout_rx.recv_timeout(PIPE_GRACE).ok();
+        let stdout = stdout.or_else(|| stdout_rx.recv_timeout(PIPE_GRACE).ok());
         let stderr = stderr_rx.recv_timeout(PIPE_GRACE).ok();
         if stdout.is_none() || stderr.is_none() {
             // Reported below as the kubelet would see it; the processes holding the pipes are
             // not left running behind us.
             kill_group(&mut child);
         }
+        let stdout_overflow = stdout_overflow || stdout.as_ref().is_some_and(|d| d.overflow);
         ExecOutcome {
             exit_code: status.and_then(|s| s.code()),
             start_error: None,
             timed_out,
-            pipes_held_open: stdout.is_none() || stderr.is_none(),
-            stdout: stdout.unwrap_or_default(),
-            stderr: stderr.unwrap_or_default(),
+            pipes_held_open: !stdout_overflow && (stdout.is_none() || stderr.is_none()),
+            stdout_overflow,
+            stdout: stdout.map(|d| d.bytes).unwrap_or_default(),
+            stderr: stderr.map(Drained::with_note).unwrap_or_default(),
             elapsed: started.elapsed(),
         }
     }
@@ -355,14 +439,56 @@ fn kill_group(child: &mut std::process::Child) {
     let _ = child.kill();
 }
 
-fn drain(pipe: Option<impl Read + Send + 'static>) -> mpsc::Receiver<Vec<u8>> {
+/// What was read from one pipe.
+struct Drained {
+    /// At most the cap.
+    bytes: Vec<u8>,
+    /// More than the cap was written.
+    overflow: bool,
+    /// Bytes read past the cap and dropped (when reading went on).
+    dropped: u64,
+}
+
+impl Drained {
+    /// The bytes, with a last line saying how much was dropped.
+    fn with_note(self) -> Vec<u8> {
+        let mut bytes = self.bytes;
+        if self.dropped > 0 {
+            bytes
+                .extend_from_slice(format!("\n[{} more bytes dropped]\n", self.dropped).as_bytes());
+        }
+        bytes
+    }
+}
+
+/// Reads a pipe on its own thread, keeping at most `cap` bytes. Past the cap it stops at once
+/// (`stop_at_cap`, and the caller ends the plugin) or reads on and drops the rest.
+fn drain(
+    pipe: Option<impl Read + Send + 'static>,
+    cap: usize,
+    stop_at_cap: bool,
+) -> mpsc::Receiver<Drained> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        let mut bytes = Vec::new();
+        let mut drained = Drained {
+            bytes: Vec::new(),
+            overflow: false,
+            dropped: 0,
+        };
         if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
+            let limit = u64::try_from(cap).unwrap_or(u64::MAX).saturating_add(1);
+            let _ = (&mut pipe).take(limit).read_to_end(&mut drained.bytes);
+            if drained.bytes.len() > cap {
+                drained.overflow = true;
+                drained.bytes.truncate(cap);
+                if !stop_at_cap {
+                    drained.dropped = std::io::copy(&mut pipe, &mut std::io::sink())
+                        .unwrap_or(0)
+                        .saturating_add(1);
+                }
+            }
         }
-        let _ = tx.send(bytes);
+        let _ = tx.send(drained);
     });
     rx
 }
@@ -378,6 +504,9 @@ pub struct ExecOutcome {
     pub timed_out: bool,
     /// stdout or stderr stayed open after exit (a grandchild holds them; the kubelet would hang).
     pub pipes_held_open: bool,
+    /// The plugin wrote more than [`MAX_STDOUT_BYTES`] to stdout; it was killed and `stdout`
+    /// holds the first [`MAX_STDOUT_BYTES`].
+    pub stdout_overflow: bool,
     /// Everything written to stdout.
     pub stdout: Vec<u8>,
     /// Everything written to stderr.
@@ -393,6 +522,7 @@ impl ExecOutcome {
             start_error: Some(reason),
             timed_out: false,
             pipes_held_open: false,
+            stdout_overflow: false,
             stdout: Vec::new(),
             stderr: Vec::new(),
             elapsed: started.elapsed(),
@@ -574,7 +704,7 @@ mod tests {
         );
         let err = decode_response(unknown.as_bytes(), ctx(ApiVersion::V1)).unwrap_err();
         assert!(
-            matches!(&err, DecodeError::Strict(cause) if cause.starts_with(r"unknown field `user\rname\u{1b}[2J`")),
+            matches!(&err, DecodeError::Strict(cause) if cause.to_string().starts_with(r"unknown field `user\rname\u{1b}[2J`")),
             "{err}"
         );
         let version = br#"{"kind":"CredentialProviderResponse","apiVersion":"v1\nINFO fake"}"#;
@@ -586,6 +716,50 @@ mod tests {
         );
         assert!(
             matches!(err, DecodeError::ApiVersionMismatch { actual, .. } if actual == "v1\nINFO fake")
+        );
+    }
+
+    /// Issue #25: serde's message quotes a password put where an object belongs; the error's
+    /// `Display` and `Debug` must not.
+    #[test]
+    fn decode_errors_quote_no_value_from_stdout() {
+        let v1 = ApiVersion::V1.as_str();
+        let doc = format!(
+            r#"{{"kind":"CredentialProviderResponse","apiVersion":"{v1}","cacheKeyType":"Image","auth":{{"e.example.com":"hunter2-topsecret"}}}}"#
+        );
+        let err = decode_response(doc.as_bytes(), ctx(ApiVersion::V1)).unwrap_err();
+        let DecodeError::Strict(cause) = &err else {
+            panic!("{err}");
+        };
+        assert_eq!(
+            cause.to_string(),
+            r#"auth["e.example.com"] must be an object with username and password, found a string (line 1, column 155)"#
+        );
+        for shown in [err.to_string(), format!("{err:?}"), err.kubelet_message()] {
+            assert!(!shown.contains("hunter2"), "{shown}");
+        }
+        assert!(
+            cause.decoder_message().contains("hunter2-topsecret"),
+            "kept for --show-secrets"
+        );
+        // Not JSON: neither the GVK cause.
+        let err = decode_response(b"\"hunter2-topsecret\"", ctx(ApiVersion::V1)).unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("hunter2"), "{err}");
+        // The kubelet's own messages quote apiVersion and cacheKeyType; the redacted form only
+        // protocol words.
+        let other = br#"{"apiVersion":"hunter2-topsecret"}"#;
+        let err = decode_response(other, ctx(ApiVersion::V1)).unwrap_err();
+        assert!(
+            err.redacted_kubelet_message()
+                .ends_with("actual apiVersion:<17 chars>")
+        );
+        let key_type = format!(
+            r#"{{"kind":"CredentialProviderResponse","apiVersion":"{v1}","cacheKeyType":"hunter2-topsecret"}}"#
+        );
+        let err = decode_response(key_type.as_bytes(), ctx(ApiVersion::V1)).unwrap_err();
+        assert_eq!(
+            err.redacted_kubelet_message(),
+            r#"credential provider plugin did not return a valid cacheKeyType: "<17 chars>""#
         );
     }
 

@@ -12,6 +12,7 @@
 //! - [`secret`]: a string type that never prints its value (the response's password).
 //! - [`config`], [`validate`]: `CredentialProviderConfig` read and validated as the kubelet does.
 //! - [`exec`]: the kubelet's side of an exec: run a plugin and decode its answer strictly.
+//! - [`stdout_shape`]: a plugin's stdout described and shown without its values.
 //!
 //! The contract as this project implements it is written up in `docs/kubelet-contract.md`.
 
@@ -24,6 +25,7 @@ pub mod matching;
 pub mod mirror;
 pub mod protocol;
 pub mod secret;
+pub mod stdout_shape;
 pub mod validate;
 pub mod yaml11;
 

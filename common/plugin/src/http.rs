@@ -799,13 +799,15 @@ fn rustls_error<'a>(error: &'a (dyn std::error::Error + 'static)) -> Option<&'a 
     error.source().and_then(rustls_error)
 }
 
-/// A short one-line excerpt of an error body, for diagnostics. Token-like runs are redacted
-/// before the cut, so a body that quotes the token it rejects (or a fragment of it) cannot carry
-/// it into a log line.
+/// A short one-line excerpt of an error body, for diagnostics. Every secret this process holds
+/// (`kcp_kubelet::secret::redact_known`: exact values, so an AWS secret key with `/` too) and
+/// then every token-like run is redacted before the cut, so a body that quotes the token it
+/// rejects (or a fragment of it) cannot carry it into a log line.
 fn excerpt(body: &[u8]) -> String {
     const MAX: usize = 200;
     let text = String::from_utf8_lossy(body);
-    let line = redact_token_like(&crate::logging::one_line(&text));
+    let known = kcp_kubelet::secret::redact_known(&text);
+    let line = redact_token_like(&crate::logging::one_line(&known));
     match line.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line,

@@ -177,9 +177,12 @@ pub fn read_capped(reader: impl Read, limit: usize) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// Logs the one failure line and returns the exit code.
+/// Logs the one failure line and returns the exit code. Every secret the process holds is
+/// replaced first (`kcp_kubelet::secret::redact_known`): the line carries upstream messages,
+/// which may quote the key or token they refused.
 fn fail(code: u8, message: &str) -> ExitCode {
-    tracing::error!("{}", logging::one_line(message));
+    let message = kcp_kubelet::secret::redact_known(message);
+    tracing::error!("{}", logging::one_line(&message));
     ExitCode::from(code)
 }
 

@@ -166,6 +166,18 @@ fn fetch_returns_any_status_with_the_whole_body() {
     assert!(matches!(err, HttpError::Transport { .. }), "{err:?}");
 }
 
+/// The error text for a 400 answer with `body`.
+fn error_for_400(body: String) -> String {
+    let fake = FakeServer::start(move |_| FakeResponse::new(400, body.clone()));
+    get(
+        &client(ProxyConfig::default()),
+        Route::Internet,
+        &fake.url(),
+    )
+    .unwrap_err()
+    .to_string()
+}
+
 #[test]
 fn error_excerpts_are_short_and_redact_tokens() {
     let long = "x ".repeat(1000);
@@ -188,14 +200,7 @@ fn error_excerpts_are_short_and_redact_tokens() {
     );
     let body =
         format!(r#"{{"error":"invalid_grant","error_description":"bad subject_token {jwt}"}}"#);
-    let fake = FakeServer::start(move |_| FakeResponse::new(400, body.clone()));
-    let err = get(
-        &client(ProxyConfig::default()),
-        Route::Internet,
-        &fake.url(),
-    )
-    .unwrap_err();
-    let text = err.to_string();
+    let text = error_for_400(body);
     assert!(
         text.contains("invalid_grant") && text.contains("bad subject_token"),
         "{text}"
@@ -205,6 +210,31 @@ fn error_excerpts_are_short_and_redact_tokens() {
         "{text}"
     );
     assert!(text.contains("<redacted>"), "{text}");
+}
+
+/// An AWS secret access key holds `/`, which breaks the token-run heuristic into short pieces:
+/// only the exact value, held as a `Secret`, hides it.
+#[test]
+fn error_excerpts_hide_every_secret_held_exactly() {
+    let key = "aXbY1234cDeF/5678gHiJ9012kLmN/3456oPqRsT";
+    assert_eq!(key.len(), 40);
+    assert_eq!(
+        redact_token_like(key),
+        key,
+        "the heuristic alone lets it through"
+    );
+    let _held = kcp_kubelet::Secret::new(key);
+    let text = error_for_400(format!(
+        r#"{{"message":"The secret key {key} does not match"}}"#
+    ));
+    assert!(
+        text.contains("The secret key <redacted> does not match"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("aXbY1234cDeF") && !text.contains("3456oPqRsT"),
+        "{text}"
+    );
 }
 
 #[test]

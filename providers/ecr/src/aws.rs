@@ -13,6 +13,7 @@ use aws_config::provider_config::ProviderConfig;
 use aws_config::retry::RetryConfig;
 use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_credential_types::provider::{self, ProvideCredentials, SharedCredentialsProvider};
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::{HttpClient, HttpError};
 
@@ -121,7 +122,47 @@ pub async fn load(
             chain_without_web_identity(transport, region, fips, dual_stack, timeouts, retry).await;
         loader = loader.credentials_provider(chain);
     }
-    Ok(loader.load().await)
+    Ok(remembering(loader.load().await))
+}
+
+/// `config` with its credential provider wrapped so that the keys it resolves are remembered as
+/// secrets (`kcp_kubelet::secret::remember`): the SDK holds them in its own type, and an
+/// upstream error may quote them; an AWS secret key holds `/`, which the token-shaped redaction
+/// cannot see. Resolving is lazy as before: the wrapper only looks at what the chain returns.
+fn remembering(config: SdkConfig) -> SdkConfig {
+    let Some(inner) = config.credentials_provider() else {
+        return config;
+    };
+    config
+        .into_builder()
+        .credentials_provider(SharedCredentialsProvider::new(Remembering(inner)))
+        .build()
+}
+
+/// A credential provider that remembers the secrets of what it provides; see [`remembering`].
+#[derive(Debug)]
+struct Remembering(SharedCredentialsProvider);
+
+impl ProvideCredentials for Remembering {
+    fn provide_credentials<'a>(&'a self) -> provider::future::ProvideCredentials<'a>
+    where
+        Self: 'a,
+    {
+        provider::future::ProvideCredentials::new(async move {
+            let credentials = self.0.provide_credentials().await?;
+            remember_credentials(&credentials);
+            Ok(credentials)
+        })
+    }
+}
+
+/// Remembers the secret parts of AWS credentials (the secret key and the session token) for
+/// exact redaction of everything printed.
+fn remember_credentials(credentials: &aws_credential_types::Credentials) {
+    kcp_kubelet::secret::remember(credentials.secret_access_key());
+    if let Some(token) = credentials.session_token() {
+        kcp_kubelet::secret::remember(token);
+    }
 }
 
 /// The variable that turns aws-config's web-identity credential provider on.

@@ -509,6 +509,8 @@ fn session_credentials(
 ) -> anyhow::Result<AwsCredentials> {
     let c =
         credentials.ok_or_else(|| anyhow!("STS {call} for {role_arn} returned no credentials"))?;
+    kcp_kubelet::secret::remember(c.secret_access_key());
+    kcp_kubelet::secret::remember(c.session_token());
     Ok(AwsCredentials::new(
         c.access_key_id(),
         c.secret_access_key(),

@@ -43,3 +43,39 @@ fn a_failing_instance_metadata_service_is_one_line_without_its_body() {
         "the chain reached the fake IMDS"
     );
 }
+
+/// Issue #25: an upstream error that quotes the static secret key (an AWS key holds `/`, so the
+/// token-run heuristic lets it through) reaches neither the failure line nor any log line, even
+/// at `--v=10`. The key is known to the process because the credentials it resolved are
+/// remembered; the test kit's scan of stderr fails the run on any registered secret.
+#[test]
+fn an_error_body_quoting_the_secret_key_is_redacted_at_every_verbosity() {
+    const KEY: &str = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYQUOTEDKEY01";
+    kcp_testkit::secrets::register(KEY);
+    let ecr = FakeServer::start(|_| {
+        FakeResponse::new(
+            400,
+            format!(
+                r#"{{"__type":"InvalidSignatureException","message":"The request signature we calculated does not match; secret key {KEY} rejected"}}"#
+            ),
+        )
+        .header("content-type", "application/x-amz-json-1.1")
+    });
+    for verbosity in ["--v=0", "--v=10"] {
+        let out = Plugin::new(BIN)
+            .env("AWS_ACCESS_KEY_ID", "AKIDTESTSTATIC")
+            .env("AWS_SECRET_ACCESS_KEY", KEY)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ENDPOINT_URL_ECR", ecr.url())
+            .args([verbosity, "--deadline=10s"])
+            .request(ApiVersion::V1, PRIVATE_HOST);
+        let stderr = out.stderr();
+        assert!(!stderr.contains("K7MDENG"), "{verbosity}:\n{stderr}");
+        let line = stderr.lines().last().unwrap_or_default();
+        assert!(
+            line.contains("InvalidSignatureException")
+                && line.contains("secret key <redacted> rejected"),
+            "{verbosity}: {line}"
+        );
+    }
+}
