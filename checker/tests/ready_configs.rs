@@ -15,7 +15,6 @@ use std::process::Command;
 
 use common::{PROVIDERS, check, configs_dir, exe, messages, target_bin_dir};
 use kcp_testkit::TempDir;
-use yaml_rust2::YamlLoader;
 
 /// Which registries a provider entry is meant for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,13 +365,11 @@ fn ready_config_args_are_flags_the_providers_know() {
     let helps: Vec<(&str, String)> = PROVIDERS.iter().map(|n| (*n, help(n))).collect();
     let mut flags_seen = 0;
     for ready in READY {
-        let text = std::fs::read_to_string(configs_dir().join(ready.file)).unwrap();
-        let docs = YamlLoader::load_from_str(&text).unwrap();
-        for provider in docs[0]["providers"].as_vec().unwrap() {
-            let name = provider["name"].as_str().unwrap();
+        let providers = kcp_kubelet::config::load_file(&configs_dir().join(ready.file)).unwrap();
+        for provider in &providers {
+            let name = provider.name.as_str();
             let help = &helps.iter().find(|(n, _)| *n == name).unwrap().1;
-            for arg in provider["args"].as_vec().map(Vec::as_slice).unwrap_or(&[]) {
-                let arg = arg.as_str().unwrap();
+            for arg in &provider.args {
                 let Some(flag) = arg.strip_prefix("--") else {
                     continue;
                 };
