@@ -222,30 +222,33 @@ pub fn init(verbosity: Verbosity) {
         .try_init();
 }
 
-/// stderr, one line per event: the fmt layer hands over each formatted event in one write, and
-/// line breaks inside it (a dependency's multi-line field at `--v=6`, such as the AWS SDK's
-/// canonical request) become spaces, so every entry of a log stays one line at every level.
+/// stderr, one line per event: the fmt layer hands over each formatted event in one write,
+/// which goes out through [`one_line_entry`].
 struct OneLineStderr;
 
 impl std::io::Write for OneLineStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let body = buf.strip_suffix(b"\n").unwrap_or(buf);
-        let mut stderr = std::io::stderr().lock();
-        if body.contains(&b'\n') || body.contains(&b'\r') {
-            let folded: Vec<u8> = body
-                .iter()
-                .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-                .chain(std::iter::once(b'\n'))
-                .collect();
-            stderr.write_all(&folded)?;
-        } else {
-            stderr.write_all(buf)?;
-        }
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(one_line_entry(&text).as_bytes())?;
         Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         std::io::stderr().flush()
+    }
+}
+
+/// A formatted log entry as exactly one line: line breaks inside it (a dependency's multi-line
+/// field at `--v=6`, such as the AWS SDK's canonical request) become spaces, and it ends with
+/// its one newline. Borrowed, at no cost, when the entry already is one line.
+fn one_line_entry(entry: &str) -> std::borrow::Cow<'_, str> {
+    let body = entry.strip_suffix('\n').unwrap_or(entry);
+    if body.contains(['\n', '\r']) {
+        let mut line = body.replace(['\n', '\r'], " ");
+        line.push('\n');
+        std::borrow::Cow::Owned(line)
+    } else {
+        std::borrow::Cow::Borrowed(entry)
     }
 }
 
@@ -389,6 +392,18 @@ mod tests {
             assert!(checked.contains(&krate), "{krate} not found in {checked:?}");
         }
         assert!(checked.contains(&"kcp_plugin".to_owned()), "{checked:?}");
+    }
+
+    #[test]
+    fn a_log_entry_is_one_line() {
+        assert_eq!(
+            one_line_entry("TRACE sign: canonical_request=POST\n/\n\nhost:x\r\n"),
+            "TRACE sign: canonical_request=POST /  host:x \n"
+        );
+        assert!(matches!(
+            one_line_entry("ERROR one line\n"),
+            std::borrow::Cow::Borrowed("ERROR one line\n")
+        ));
     }
 
     #[test]
