@@ -12,6 +12,7 @@
 //! | hang | exit 1, one line naming the time limit, inside deadline + 1 s | 1 |
 //! | 5xx, then a token | answer | 2 (one retry) |
 //! | throttled (429 or the service's throttling error), then a token | answer | 2 |
+//! | 500, 503, throttled or a reset connection on every attempt | exit 1, one line | 2 to [`FaultTarget::attempts`] |
 //! | a malformed 200 body | exit 1, one line | 1 (not retried: it would not change) |
 //! | a token that expired an hour ago | answer with `cacheDuration: 0s` | 1 |
 //! | a server clock hours ahead / behind | answer, `0s <= cacheDuration <= real remaining life` | 1 |
@@ -23,6 +24,12 @@
 //! is what the server's own expiry minus the server's own `Date` says. Each provider states its
 //! exact policy in [`FaultTarget::cache_duration`]; the kit checks the answer against it and
 //! against those bounds.
+//!
+//! Every run is at the default verbosity, as the kubelet runs plugins: a failure is exactly one
+//! stderr line, however many attempts it took and whatever the SDK underneath logged about them,
+//! and an answer prints nothing at all. A persistent fault is retried (at least one retry) and
+//! bounded; the exact count depends on how much of the deadline the backoff and a server's
+//! `Retry-After` leave.
 
 use std::time::Duration;
 
@@ -53,6 +60,14 @@ pub enum Fault {
     ServerErrorThenOk,
     /// Throttled, then a token.
     ThrottledThenOk,
+    /// HTTP 500 on every attempt.
+    ServerErrorPersists,
+    /// HTTP 503 on every attempt.
+    UnavailablePersists,
+    /// Throttled on every attempt.
+    ThrottledPersists,
+    /// The connection is closed without an answer, on every attempt.
+    ResetPersists,
     /// HTTP 200 with a body that is not the expected document.
     MalformedBody,
     /// A token that expired an hour ago.
@@ -66,11 +81,15 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault, in table order.
-    pub const ALL: [Fault; 8] = [
+    pub const ALL: [Fault; 12] = [
         Fault::Refused,
         Fault::Hang,
         Fault::ServerErrorThenOk,
         Fault::ThrottledThenOk,
+        Fault::ServerErrorPersists,
+        Fault::UnavailablePersists,
+        Fault::ThrottledPersists,
+        Fault::ResetPersists,
         Fault::MalformedBody,
         Fault::ExpiredToken,
         Fault::ServerClockAhead,
@@ -88,6 +107,10 @@ impl Fault {
             Fault::Hang => vec![Step::Hang],
             Fault::ServerErrorThenOk => vec![Step::ServerError, token],
             Fault::ThrottledThenOk => vec![Step::Throttled, token],
+            Fault::ServerErrorPersists => vec![Step::ServerError],
+            Fault::UnavailablePersists => vec![Step::Unavailable],
+            Fault::ThrottledPersists => vec![Step::Throttled],
+            Fault::ResetPersists => vec![Step::Reset],
             Fault::MalformedBody => vec![Step::Malformed],
             Fault::ExpiredToken => vec![Step::Token {
                 life: -3600,
@@ -110,6 +133,10 @@ impl Fault {
             Fault::Refused => Expected::Fails { requests: 0 },
             Fault::Hang | Fault::MalformedBody => Expected::Fails { requests: 1 },
             Fault::ServerErrorThenOk | Fault::ThrottledThenOk => Expected::Answers { requests: 2 },
+            Fault::ServerErrorPersists
+            | Fault::UnavailablePersists
+            | Fault::ThrottledPersists
+            | Fault::ResetPersists => Expected::GivesUp,
             Fault::ExpiredToken | Fault::ServerClockAhead | Fault::ServerClockBehind => {
                 Expected::Answers { requests: 1 }
             }
@@ -129,10 +156,15 @@ pub enum Plan {
 /// One answer of the token endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
-    /// HTTP 500 or 503.
+    /// HTTP 500.
     ServerError,
+    /// HTTP 503.
+    Unavailable,
     /// HTTP 429, or the service's own throttling error.
     Throttled,
+    /// The request is read, then the connection is closed without an answer
+    /// ([`super::fake::FakeResponse::drop_connection`]).
+    Reset,
     /// HTTP 200 with a body that is not the expected JSON.
     Malformed,
     /// Never answers.
@@ -163,7 +195,11 @@ pub enum Expected {
         /// Requests the endpoint received.
         requests: usize,
     },
-    /// An answer the kubelet accepts; the token endpoint received `requests` requests.
+    /// Exit 1, empty stdout, one stderr line, after retrying: the token endpoint received at
+    /// least 2 requests and at most [`FaultTarget::attempts`].
+    GivesUp,
+    /// An answer the kubelet accepts and nothing on stderr; the token endpoint received
+    /// `requests` requests.
     Answers {
         /// Requests the endpoint received.
         requests: usize,
@@ -191,6 +227,10 @@ pub trait FaultTarget {
     /// seconds by the clock of a server `skew` seconds ahead of the node (see [`Step::Token`]),
     /// as its documented policy computes it.
     fn cache_duration(&self, life: i64, skew: i64) -> i64;
+
+    /// How many requests one token call makes at most before it gives up on a fault that
+    /// persists: the provider's retry policy.
+    fn attempts(&self) -> usize;
 }
 
 /// Runs every fault against `target` and checks the contract; returns each fault's outcome for
@@ -240,8 +280,27 @@ pub fn run_one(target: &dyn FaultTarget, fault: Fault) -> Outcome {
             }
             assert_eq!(got, want, "{fault:?}: token requests {requests:#?}");
         }
+        Expected::GivesUp => {
+            assert_eq!(
+                out.exec.exit_code,
+                Some(1),
+                "{fault:?}: exit code\n{}",
+                out.stderr()
+            );
+            out.rejected();
+            let most = target.attempts();
+            assert!(
+                (2..=most).contains(&got),
+                "{fault:?}: {got} token requests, want a retry and at most {most}: {requests:#?}"
+            );
+        }
         Expected::Answers { requests: want } => {
             let ok = out.accepted();
+            assert_eq!(
+                out.stderr(),
+                "",
+                "{fault:?}: an answer prints nothing at the default verbosity"
+            );
             assert_eq!(got, want, "{fault:?}: token requests {requests:#?}");
             let Plan::Script(steps) = &plan else {
                 unreachable!("answers come from scripts")

@@ -27,7 +27,9 @@ struct Acr;
 
 fn exchange_answer(step: Step) -> FakeResponse {
     match step {
-        Step::ServerError => FakeResponse::new(503, "unavailable"),
+        Step::ServerError => FakeResponse::new(500, "internal error"),
+        Step::Unavailable => FakeResponse::new(503, "unavailable"),
+        Step::Reset => FakeResponse::drop_connection(),
         Step::Throttled => FakeResponse::new(
             429,
             r#"{"errors":[{"code":"TOOMANYREQUESTS","message":"slow down"}]}"#,
@@ -56,6 +58,13 @@ impl FaultTarget for Acr {
                 for step in steps {
                     world.exchange_script.push(exchange_answer(*step));
                 }
+                // The last step repeats (past it the fake answers with a token): queue it for
+                // every attempt the exchange can make.
+                if let Some(last) = steps.last() {
+                    for _ in 0..self.attempts() {
+                        world.exchange_script.push(exchange_answer(*last));
+                    }
+                }
                 world
             }
         });
@@ -80,24 +89,32 @@ impl FaultTarget for Acr {
     fn cache_duration(&self, life: i64, skew: i64) -> i64 {
         life.min(life + skew) - 300
     }
+
+    /// The exchange's own retry rules (`src/exchange.rs`): 3 attempts.
+    fn attempts(&self) -> usize {
+        3
+    }
 }
 
 #[test]
 fn the_shared_fault_table_against_the_token_exchange() {
     for (fault, out) in faults::run_table(&Acr) {
-        if let Fault::Refused | Fault::MalformedBody = fault {
-            let line = out.stderr();
-            let want = match fault {
-                Fault::Refused => {
-                    "GET https://myreg.azurecr.io/v2/ (the registry's token challenge)"
-                }
-                _ => {
-                    "ACR token exchange at https://myreg.azurecr.io/oauth2/exchange: the answer is not the expected JSON"
-                }
-            };
-            assert!(line.contains(want), "{fault:?}: {line}");
-            assert!(!line.contains("<html>"), "bodies are not echoed: {line}");
-        }
+        let want = match fault {
+            Fault::Refused => "GET https://myreg.azurecr.io/v2/ (the registry's token challenge)",
+            Fault::MalformedBody => {
+                "ACR token exchange at https://myreg.azurecr.io/oauth2/exchange: the answer is not the expected JSON"
+            }
+            Fault::ServerErrorPersists
+            | Fault::UnavailablePersists
+            | Fault::ThrottledPersists
+            | Fault::ResetPersists => {
+                "ACR token exchange at https://myreg.azurecr.io/oauth2/exchange"
+            }
+            _ => continue,
+        };
+        let line = out.stderr();
+        assert!(line.contains(want), "{fault:?}: {line}");
+        assert!(!line.contains("<html>"), "bodies are not echoed: {line}");
     }
 }
 

@@ -1,5 +1,6 @@
-//! What ecr-credential-provider prints when the AWS credential chain fails: one line, never the
-//! raw response of a failed provider (aws-config's own warnings dump headers and bodies).
+//! What ecr-credential-provider logs around the AWS SDK: when the credential chain fails, one
+//! line, never the raw response of a failed provider (aws-config's own warnings dump headers and
+//! bodies); the SDK's own events only from `--v=6` on, one line each, and never a body.
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -78,4 +79,74 @@ fn an_error_body_quoting_the_secret_key_is_redacted_at_every_verbosity() {
             "{verbosity}: {line}"
         );
     }
+}
+
+/// The module a log line names (`--v=1` and up print it): the word after the level, without its
+/// colon. Our crates open no spans, so below `--v=6` nothing stands between the two.
+fn module(line: &str) -> &str {
+    line.split_whitespace()
+        .nth(2)
+        .unwrap_or("")
+        .trim_end_matches(':')
+}
+
+#[test]
+fn dependencies_log_from_v6_on_one_line_each_and_never_a_body() {
+    const BODY_MARKER: &str = "ecr-error-body-detail-Kd82";
+    const SESSION_TOKEN: &str = "static-session-token-Wm35";
+    let ecr = FakeServer::start(|_| {
+        FakeResponse::new(
+            500,
+            format!(
+                r#"{{"__type":"ServerException","message":"injected","detail":"{BODY_MARKER}"}}"#
+            ),
+        )
+        .header("content-type", "application/x-amz-json-1.1")
+    });
+    let run = |verbosity: &str| {
+        plugin()
+            .env("AWS_ENDPOINT_URL_ECR", ecr.url())
+            .env("AWS_SESSION_TOKEN", SESSION_TOKEN)
+            .secret(SESSION_TOKEN)
+            .args([verbosity, "--deadline=3s"])
+            .request(ApiVersion::V1, PRIVATE_HOST)
+    };
+
+    // Below trace: our own events only, however much the SDK logs about its four attempts.
+    let out = run("--v=5");
+    assert_eq!(out.exec.exit_code, Some(1), "{}", out.stderr());
+    let stderr = out.stderr();
+    for line in stderr.lines() {
+        let module = module(line);
+        assert!(
+            module.starts_with("kcp_") || module.starts_with("ecr_credential_provider"),
+            "a dependency's event at --v=5: {line}\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("kcp_plugin::runner: getting an ECR authorization token"),
+        "{stderr}"
+    );
+
+    // Trace: the SDK's own events too, each on one line, and still no body.
+    let out = run("--v=6");
+    let stderr = out.stderr();
+    assert!(
+        stderr
+            .lines()
+            .any(|l| module(l).starts_with("aws_smithy_runtime")
+                || l.contains(" aws_smithy_runtime::")),
+        "the SDK's events are shown at --v=6:\n{stderr}"
+    );
+    for line in stderr.lines() {
+        assert!(
+            line.len() > 5 && line.as_bytes()[..4].iter().all(u8::is_ascii_digit),
+            "every entry is one line starting with its timestamp: {line:?}"
+        );
+    }
+    assert!(
+        !stderr.contains(BODY_MARKER),
+        "a body was logged:\n{stderr}"
+    );
+    assert!(ecr.requests().len() >= 4, "each run retried");
 }

@@ -69,7 +69,9 @@ fn web_identity_credentials_from_the_environment() {
         .env("AWS_ENDPOINT_URL_STS", &moto.url)
         .env("AWS_ENDPOINT_URL_ECR", &moto.url)
         .env("AWS_EC2_METADATA_DISABLED", "true")
-        .args(["--v=4"])
+        // aws-config names the provider that loaded credentials: a dependency's event, shown
+        // from --v=6 on.
+        .args(["--v=6"])
         .request(ApiVersion::V1, &format!("{PRIVATE_HOST}/app"));
     let ok = out.accepted();
     assert_eq!(ok.auth[PRIVATE_HOST].0, "AWS");

@@ -16,7 +16,9 @@ struct Gcr;
 
 fn answer(step: Step) -> FakeResponse {
     match step {
-        Step::ServerError => FakeResponse::new(503, "unavailable"),
+        Step::ServerError => FakeResponse::new(500, "internal error"),
+        Step::Unavailable => FakeResponse::new(503, "unavailable"),
+        Step::Reset => FakeResponse::drop_connection(),
         Step::Throttled => FakeResponse::new(429, "slow down"),
         Step::Malformed => FakeResponse::json("<html>not json</html>"),
         Step::Hang => FakeResponse::hang(),
@@ -63,6 +65,11 @@ impl FaultTarget for Gcr {
     fn cache_duration(&self, life: i64, _skew: i64) -> i64 {
         life.max(0) - 120
     }
+
+    /// The shared client's default retry rules (`RetryPolicy::DEFAULT`): 4 attempts.
+    fn attempts(&self) -> usize {
+        4
+    }
 }
 
 #[test]
@@ -70,7 +77,13 @@ fn the_shared_fault_table_against_the_metadata_token() {
     for (fault, out) in faults::run_table(&Gcr) {
         let stderr = out.stderr();
         match fault {
-            Fault::Refused | Fault::Hang | Fault::MalformedBody => {
+            Fault::Refused
+            | Fault::Hang
+            | Fault::MalformedBody
+            | Fault::ServerErrorPersists
+            | Fault::UnavailablePersists
+            | Fault::ThrottledPersists
+            | Fault::ResetPersists => {
                 assert!(stderr.contains("metadata server at"), "{fault:?}: {stderr}");
                 assert!(
                     !stderr.contains("<html>"),
