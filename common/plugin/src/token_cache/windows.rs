@@ -83,13 +83,9 @@ pub(super) fn current_owner() -> Owner {
     if unsafe { OpenProcessToken(GetCurrentProcess(), TOKEN_QUERY, &mut token) } != 0
         && !token.is_null()
     {
-        // SAFETY: TOKEN_USER's first field is a SID_AND_ATTRIBUTES, whose first is the SID.
-        user = token_sid(token, TokenUser, |info| unsafe {
-            (*info.cast::<TOKEN_USER>()).User.Sid
-        });
-        // SAFETY: TOKEN_OWNER's only field is the SID.
-        trusted.extend(token_sid(token, TokenOwner, |info| unsafe {
-            (*info.cast::<TOKEN_OWNER>()).Owner
+        user = token_sid::<TOKEN_USER>(token, TokenUser, |info| info.User.Sid);
+        trusted.extend(token_sid::<TOKEN_OWNER>(token, TokenOwner, |info| {
+            info.Owner
         }));
         // SAFETY: `token` was opened above, is not used after this, and is closed once.
         unsafe { windows_sys::Win32::Foundation::CloseHandle(token) };
@@ -100,21 +96,22 @@ pub(super) fn current_owner() -> Owner {
 
 /// A buffer for `GetTokenInformation`, aligned for the structures it returns (they hold
 /// pointers) and large enough for a `TOKEN_USER` or `TOKEN_OWNER` with any SID (a SID is at most
-/// 68 bytes).
+/// 68 bytes, stored after the structure).
 #[repr(C, align(8))]
 struct TokenInfo([u8; 512]);
 
-const _: () = assert!(align_of::<TokenInfo>() >= align_of::<TOKEN_USER>());
-const _: () = assert!(align_of::<TokenInfo>() >= align_of::<TOKEN_OWNER>());
-const _: () = assert!(size_of::<TokenInfo>() >= size_of::<TOKEN_USER>() + 68);
-
-/// The SID `sid_of` reads from the `class` information of `token`, as text. `sid_of` is given a
-/// pointer to a filled, aligned structure of the class asked for.
-fn token_sid(
+/// The SID `sid_of` reads from the `class` information of `token` (a `T`: `TOKEN_USER` for
+/// `TokenUser`, `TOKEN_OWNER` for `TokenOwner`), as text.
+fn token_sid<T>(
     token: HANDLE,
     class: windows_sys::Win32::Security::TOKEN_INFORMATION_CLASS,
-    sid_of: impl FnOnce(*const c_void) -> PSID,
+    sid_of: impl FnOnce(&T) -> PSID,
 ) -> Option<String> {
+    // The buffer holds a `T` at its start, aligned, with room for the SID after it.
+    const {
+        assert!(align_of::<TokenInfo>() >= align_of::<T>());
+        assert!(size_of::<TokenInfo>() >= size_of::<T>() + 68);
+    }
     let mut buf = TokenInfo([0; 512]);
     let mut len = 0u32;
     // SAFETY: `token` is open for TOKEN_QUERY; the buffer's size is passed, so the call writes
@@ -128,12 +125,14 @@ fn token_sid(
             &mut len,
         )
     };
-    // Only a successful call that filled at least the structure itself is read.
-    if ok == 0 || (len as usize) < size_of::<TOKEN_OWNER>() || len as usize > size_of::<TokenInfo>()
-    {
+    // Only a successful call that filled at least a whole `T` is read.
+    if ok == 0 || (len as usize) < size_of::<T>() || len as usize > size_of::<TokenInfo>() {
         return None;
     }
-    let sid = sid_of(buf.0.as_ptr().cast());
+    // SAFETY: the call wrote a `T` of the class asked for at the buffer's start (the caller pairs
+    // `T` with `class`), which is aligned for it (asserted above); it lives as long as `buf`.
+    let info = unsafe { &*buf.0.as_ptr().cast::<T>() };
+    let sid = sid_of(info);
     // SAFETY: `sid` is null or points into `buf` (still alive), at the SID the call wrote.
     unsafe { sid_string(sid) }
 }
