@@ -278,10 +278,10 @@ fn create_private(path: &Path, owner: &Owner) -> std::io::Result<File> {
             lpSecurityDescriptor: sd,
             bInheritHandle: 0,
         };
-        // SAFETY: `path` is NUL-terminated and `sa` points at a valid descriptor for the call;
-        // a valid handle returned is owned by the `File` alone.
-        Ok(unsafe {
-            let handle = CreateFileW(
+        // SAFETY: `path` is NUL-terminated and `sa` points at a valid descriptor, both alive
+        // for the call; no template handle.
+        let handle = unsafe {
+            CreateFileW(
                 path.as_ptr(),
                 GENERIC_READ | GENERIC_WRITE | READ_CONTROL | WRITE_DAC,
                 FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
@@ -289,13 +289,14 @@ fn create_private(path: &Path, owner: &Owner) -> std::io::Result<File> {
                 CREATE_NEW,
                 FILE_ATTRIBUTE_NORMAL | FILE_FLAG_OPEN_REPARSE_POINT,
                 std::ptr::null_mut(),
-            );
-            if handle == INVALID_HANDLE_VALUE {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(File::from_raw_handle(handle as RawHandle))
-            }
-        })
+            )
+        };
+        if handle == INVALID_HANDLE_VALUE || handle.is_null() {
+            return Ok(Err(std::io::Error::last_os_error()));
+        }
+        // SAFETY: a valid handle CreateFileW just returned, owned by nothing else: the `File`
+        // takes it over and closes it once.
+        Ok(Ok(unsafe { File::from_raw_handle(handle as RawHandle) }))
     })
     .map_err(std::io::Error::other)?
 }
