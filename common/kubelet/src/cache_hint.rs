@@ -33,8 +33,10 @@ impl CachePolicy {
         let Some(expires_at) = expires_at else {
             return GoDuration::ZERO;
         };
-        // Whole seconds on both sides, like Go's `expiresAt.Unix() - now.Unix()`.
-        let remaining = unix_secs(expires_at) - unix_secs(now);
+        // Whole seconds on both sides, like Go's `expiresAt.Unix() - now.Unix()`, saturating:
+        // an expiry at the end of time seen from before the epoch (or the reverse) would
+        // overflow i64, and the callers hand in whatever a server wrote.
+        let remaining = unix_secs(expires_at).saturating_sub(unix_secs(now));
         let secs = match self {
             CachePolicy::HalfRemaining => remaining / 2,
             CachePolicy::RemainingMinus(margin) => {
@@ -180,6 +182,41 @@ mod tests {
             .collect();
         assert!(seen.iter().all(|s| (19440..=21600).contains(s)), "{seen:?}");
         assert!(seen.len() > 50, "{} distinct values", seen.len());
+    }
+
+    /// The extremes `SystemTime` holds on either side: before, an expiry at the end of time seen
+    /// from before the epoch overflowed the subtraction (a panic in debug builds, a wrapped
+    /// negative and so `0s` in release), as did the reverse.
+    #[test]
+    fn extreme_expiries_saturate_never_overflow() {
+        let max = i64::MAX.unsigned_abs();
+        let (end, start) = (
+            SystemTime::UNIX_EPOCH + Duration::from_secs(max),
+            SystemTime::UNIX_EPOCH - Duration::from_secs(max),
+        );
+        let longest = GoDuration::from_secs(i64::MAX);
+        for p in [CachePolicy::HalfRemaining, CachePolicy::default()] {
+            // Past: zero, however far back.
+            assert_eq!(p.cache_duration(Some(start), at(NOW)), GoDuration::ZERO);
+            assert_eq!(p.cache_duration(Some(start), end), GoDuration::ZERO);
+            assert_eq!(
+                p.cache_duration(Some(at(NOW - 1)), at(NOW)),
+                GoDuration::ZERO
+            );
+            // Far future: the longest Go duration, never a wrap.
+            assert_eq!(p.cache_duration(Some(end), at(NOW)), longest);
+            assert_eq!(p.cache_duration(Some(end), start), longest);
+            assert_eq!(p.cache_duration(Some(end), end), GoDuration::ZERO);
+            assert_eq!(p.cache_duration(Some(start), start), GoDuration::ZERO);
+        }
+        // The margin itself at the extreme: nothing is left.
+        let p = CachePolicy::RemainingMinus(Duration::from_secs(u64::MAX));
+        assert_eq!(p.cache_duration(Some(end), start), GoDuration::ZERO);
+        assert_eq!(p.cache_duration(Some(end), at(NOW)), GoDuration::ZERO);
+        assert_eq!(
+            CachePolicy::HalfRemaining.cache_duration(Some(end), at(0)),
+            GoDuration::from_secs(i64::MAX / 2)
+        );
     }
 
     #[test]

@@ -107,8 +107,7 @@ fn a_server_from_a_namesake_ca_is_refused() {
 fn rsa_key_dir_gives_the_cloud_endpoints_chain() {
     let dir = TempDir::new("rsa-keys");
     if rsa_keys(dir.path()).is_none() {
-        eprintln!("skipped: no openssl to make RSA keys with");
-        return;
+        return kcp_testkit::skip::missing("openssl", "makes the RSA keys of the chain");
     }
     let ca = TestCa::from_rsa_key_dir(dir.path());
     let server = TlsFakeServer::start(&ca, &["127.0.0.1"], |_| FakeResponse::json("{}"));

@@ -2,6 +2,7 @@
 //! service-account tokens with real claims to key entries by.
 
 use std::collections::BTreeMap;
+#[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
@@ -72,6 +73,24 @@ impl CacheEntry {
     }
 }
 
+/// Asserts that `what` has `mode` and belongs to this user (for Windows binaries: that nothing
+/// is open to everyone). The harness runs on Linux (Windows binaries under wine), so elsewhere
+/// there is nothing to read the mode from.
+fn assert_private(meta: &std::fs::Metadata, what: &str, mode: u32, windows: bool) {
+    #[cfg(unix)]
+    {
+        if windows {
+            assert_eq!(meta.mode() & 0o007, 0, "{what} open to everyone");
+        } else {
+            assert_eq!(meta.mode() & 0o777, mode, "{what} mode");
+        }
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(meta.uid(), unsafe { libc::geteuid() }, "{what} owner");
+    }
+    #[cfg(not(unix))]
+    let _ = (meta, what, mode, windows);
+}
+
 /// Asserts that `dir` is `0700` and holds exactly `n` entries, each a `0600` regular file owned
 /// by this user with a well-formed entry (for Windows binaries: closed to everyone else); returns them sorted by path. Lock files and nothing
 /// else may sit beside them (no leftover temporary files).
@@ -81,11 +100,7 @@ pub fn cache_entries(dir: &Path, n: usize) -> Vec<CacheEntry> {
     // Windows binaries under wine: their access lists show through as the Unix mode wine maps
     // them to; what must hold is that "other" (Windows' Everyone) gets nothing.
     let windows = super::windows_target();
-    if windows {
-        assert_eq!(meta.mode() & 0o007, 0, "cache directory open to everyone");
-    } else {
-        assert_eq!(meta.mode() & 0o777, 0o700, "cache directory mode");
-    }
+    assert_private(&meta, "cache directory", 0o700, windows);
     let mut entries = Vec::new();
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("readable cache directory")
@@ -101,13 +116,7 @@ pub fn cache_entries(dir: &Path, n: usize) -> Vec<CacheEntry> {
         let path = dir.join(name);
         let meta = std::fs::symlink_metadata(&path).expect("entry metadata");
         assert!(meta.is_file(), "{name} is not a regular file");
-        if windows {
-            assert_eq!(meta.mode() & 0o007, 0, "{name} open to everyone");
-        } else {
-            assert_eq!(meta.mode() & 0o777, 0o600, "{name} mode");
-        }
-        // SAFETY: geteuid has no preconditions.
-        assert_eq!(meta.uid(), unsafe { libc::geteuid() }, "{name} owner");
+        assert_private(&meta, name, 0o600, windows);
         if name.ends_with(".lock") {
             continue;
         }

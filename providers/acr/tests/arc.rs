@@ -134,11 +134,13 @@ fn running_as_root() -> bool {
     }
 }
 
-fn skip_unless_root(test: &str) -> bool {
+/// `true` (skip the test) when not root: the agent's key file must be root-owned. A failure
+/// under `KCP_REQUIRE_ALL=1` (CI, which runs as root).
+fn skip_unless_root() -> bool {
     if running_as_root() {
         return false;
     }
-    println!("SKIPPED {test}: the key file must be root-owned and this test does not run as root");
+    kcp_testkit::skip::missing("root", "the agent's key file must be root-owned");
     true
 }
 
@@ -158,7 +160,7 @@ fn assert_agent_request(request: &RecordedRequest, authorization: Option<&str>) 
 
 #[test]
 fn the_handshake_reads_the_key_and_retries_once_with_it() {
-    if skip_unless_root("the_handshake_reads_the_key_and_retries_once_with_it") {
+    if skip_unless_root() {
         return;
     }
     let agent = Agent::new();
@@ -287,10 +289,7 @@ fn a_key_file_not_owned_by_root_is_refused() {
     #[cfg(unix)]
     {
         if !running_as_root() {
-            println!(
-                "SKIPPED a_key_file_not_owned_by_root_is_refused: chown to another uid needs root"
-            );
-            return;
+            return kcp_testkit::skip::missing("root", "chown to another uid");
         }
         let agent = Agent::new();
         let key = agent.tokens().join("a.key");
@@ -324,7 +323,7 @@ fn a_user_assigned_identity_is_refused_on_arc() {
 
 #[test]
 fn a_rejected_key_is_one_line_naming_the_agent() {
-    if skip_unless_root("a_rejected_key_is_one_line_naming_the_agent") {
+    if skip_unless_root() {
         return;
     }
     let agent = Agent::new();
@@ -346,7 +345,7 @@ fn a_rejected_key_is_one_line_naming_the_agent() {
 /// stderr (the kit also scans every run for them), nor stdout.
 #[test]
 fn neither_key_nor_token_reaches_the_logs() {
-    if skip_unless_root("neither_key_nor_token_reaches_the_logs") {
+    if skip_unless_root() {
         return;
     }
     let agent = Agent::new();

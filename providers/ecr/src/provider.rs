@@ -559,12 +559,12 @@ fn to_system_time(t: &aws_smithy_types::DateTime) -> Option<SystemTime> {
 }
 
 /// The token's expiry as this run counts it, seen at `now`: ECR's `expiresAt`, no later than the
-/// role session that obtained it (`session_expiry`), and kept between the Unix epoch and
-/// [`MAX_TOKEN_LIFE`] after `now`.
+/// role session that obtained it (`session_expiry`), and no later than [`MAX_TOKEN_LIFE`] after
+/// `now`.
 ///
 /// The SDK turns any JSON number into a timestamp (`1e300` and `-1e300` become the largest and
-/// smallest it holds); unclamped, the first made `cacheDuration` 292 years and the second
-/// overflowed the `cacheDuration` subtraction.
+/// smallest it holds); uncapped, the first made `cacheDuration` 292 years. The second is simply
+/// expired: `CachePolicy` saturates its subtraction.
 fn token_expiry(
     expires_at: Option<SystemTime>,
     session_expiry: Option<SystemTime>,
@@ -573,7 +573,6 @@ fn token_expiry(
     let expires_at = expires_at?;
     // The answer may not outlive the role session that obtained it.
     let expires_at = session_expiry.map_or(expires_at, |s| s.min(expires_at));
-    let expires_at = expires_at.max(SystemTime::UNIX_EPOCH);
     Some(match now.checked_add(MAX_TOKEN_LIFE) {
         Some(latest) => expires_at.min(latest),
         None => expires_at,

@@ -37,14 +37,17 @@ pub struct Moto {
     pub url: String,
 }
 
-/// Set (as `scripts/test` does) to make a missing `moto_server` a failure instead of a skip.
+/// Set to make a missing `moto_server` a failure instead of a skip (as `KCP_REQUIRE_ALL=1`,
+/// which `scripts/test` sets under CI, does for every prerequisite).
 pub const REQUIRE_FAKES_ENV: &str = "KCP_REQUIRE_PYTHON_FAKES";
 
 impl Moto {
-    /// Starts moto_server, or, when it is not installed, prints one line saying how to enable
-    /// the test and returns `None` (the caller returns: the test is skipped). With
-    /// [`REQUIRE_FAKES_ENV`] set, a missing moto_server fails the test instead.
-    pub fn start(test: &str) -> Option<Moto> {
+    /// Starts moto_server, or, when it is not installed, records the skip
+    /// ([`kcp_testkit::skip::missing`]) and returns `None` (the caller returns). With
+    /// [`REQUIRE_FAKES_ENV`] or `KCP_REQUIRE_ALL=1` set, a missing moto_server fails the test.
+    pub fn start(_test: &str) -> Option<Moto> {
+        const HOW: &str =
+            "run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)";
         let port = closed_port();
         let child = match Command::new("moto_server")
             .args(["-H", "127.0.0.1", "-p", &port.to_string()])
@@ -57,16 +60,10 @@ impl Moto {
                 if e.kind() == std::io::ErrorKind::NotFound
                     && std::env::var_os(REQUIRE_FAKES_ENV).is_none() =>
             {
-                // Straight to the process's stderr: libtest captures `eprintln!` of passing tests.
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "skipped {test}: moto_server is not on PATH; run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)"
-                );
+                kcp_testkit::skip::missing("moto_server", HOW);
                 return None;
             }
-            Err(e) => panic!(
-                "starting moto_server failed ({e}): run scripts/setup-venv and put .venv/bin on PATH (scripts/test does both)"
-            ),
+            Err(e) => panic!("starting moto_server failed ({e}): {HOW}"),
         };
         let started = Instant::now();
         while TcpStream::connect(("127.0.0.1", port)).is_err() {
