@@ -11,6 +11,7 @@
 mod aws;
 mod endpoint;
 mod host;
+mod pod_identity;
 mod provider;
 mod routing;
 mod sdk_http;
@@ -38,7 +39,8 @@ struct Cli {
     /// Service-account annotation naming the IAM role to assume in service-account-token mode
     /// (repeatable; the first present wins; AWS_ECR_ROLE_ARN is the fallback).
     #[arg(
-        long = "role-arn-annotation",
+        long = "role-annotation-key",
+        alias = "role-arn-annotation",
         value_name = "KEY",
         default_value = "eks.amazonaws.com/ecr-role-arn",
         value_delimiter = ','
@@ -59,6 +61,25 @@ struct Cli {
     #[arg(long = "assume-role-external-id", value_name = "ID")]
     assume_role_external_id: Option<String>,
 
+    /// EKS Pod Identity: with a service-account token and no role annotation, exchange the token
+    /// with EKS Auth AssumeRoleForPodIdentity for this cluster (signed with the node's
+    /// credentials) and pull as the associated role.
+    #[arg(
+        long = "eks-pod-identity-cluster",
+        env = "ECR_EKS_POD_IDENTITY_CLUSTER",
+        value_name = "CLUSTER"
+    )]
+    eks_pod_identity_cluster: Option<String>,
+
+    /// The cluster's region for --eks-pod-identity-cluster, when it is not the registry's (ECR
+    /// Public's API is in us-east-1; registries of other regions).
+    #[arg(
+        long = "eks-pod-identity-region",
+        env = "ECR_EKS_POD_IDENTITY_REGION",
+        value_name = "REGION"
+    )]
+    eks_pod_identity_region: Option<String>,
+
     #[command(flatten)]
     common: CommonArgs,
 
@@ -75,9 +96,13 @@ fn main() -> ExitCode {
         let roles =
             routing::Roles::parse(&cli.assume_role, cli.assume_role_external_id.as_deref())?;
         routing::check(&mirrors, &roles)?;
-        Ok((mirrors, roles))
+        let pod_identity = pod_identity::PodIdentity::from_flags(
+            cli.eks_pod_identity_cluster.as_deref(),
+            cli.eks_pod_identity_region.as_deref(),
+        )?;
+        Ok((mirrors, roles, pod_identity))
     });
-    let (mirrors, roles) = match configured {
+    let (mirrors, roles, pod_identity) = match configured {
         Ok(configured) => configured,
         Err(e) => return usage_error(&e),
     };
@@ -86,6 +111,7 @@ fn main() -> ExitCode {
         mirrors,
         roles,
         role_annotations: cli.role_annotations,
+        pod_identity,
         cache_policy: CachePolicy::HalfRemaining,
         token_cache: settings.token_cache.clone(),
     };
