@@ -191,6 +191,11 @@ pub struct InitArgs {
     /// pods.eks.amazonaws.com).
     #[arg(long, value_name = "NAME", value_parser = one_line("--ecr-eks-pod-identity-cluster"))]
     ecr_eks_pod_identity_cluster: Option<String>,
+    /// ecr with --service-account: the ServiceAccount annotation naming the role, instead of
+    /// eks.amazonaws.com/ecr-role-arn (adds --role-annotation-key=KEY to args and KEY to the
+    /// forwarded annotation keys; repeatable, the first present wins).
+    #[arg(long, value_name = "KEY", value_parser = one_line("--ecr-role-annotation-key"))]
+    ecr_role_annotation_key: Vec<String>,
     /// acr with --service-account on AKS: turn on identity bindings, naming the TLS name of the
     /// cluster's identity-bindings endpoint (adds --ib-sni-name; the token audience becomes
     /// api://AKSIdentityBinding, as AKS configures it).
@@ -803,6 +808,11 @@ impl InitArgs {
             if self.ecr_assume_role_external_id.is_some() && self.ecr_assume_role.is_empty() {
                 return usage("--ecr-assume-role-external-id needs --ecr-assume-role");
             }
+            if !self.ecr_role_annotation_key.is_empty() && !self.service_account {
+                return usage(
+                    "--ecr-role-annotation-key needs --service-account: the kubelet forwards ServiceAccount annotations only with tokenAttributes",
+                );
+            }
             if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
                 if !self.service_account {
                     return usage(
@@ -826,6 +836,7 @@ impl InitArgs {
             || !self.ecr_assume_role.is_empty()
             || self.ecr_assume_role_external_id.is_some()
             || self.ecr_eks_pod_identity_cluster.is_some()
+            || !self.ecr_role_annotation_key.is_empty()
         {
             return usage("--ecr-* options apply only to --provider ecr");
         }
@@ -1032,6 +1043,9 @@ impl InitArgs {
                     if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
                         args.push(format!("--eks-pod-identity-cluster={cluster}"));
                     }
+                    for key in &self.ecr_role_annotation_key {
+                        args.push(format!("--role-annotation-key={key}"));
+                    }
                 }
                 if p == ProviderKind::Acr {
                     args.extend(checked.identity_bindings.iter().cloned());
@@ -1084,11 +1098,15 @@ impl InitArgs {
                         },
                         cache_type: t.cache_type,
                         require_service_account: t.require_service_account,
-                        optional_service_account_annotation_keys: t
-                            .optional_keys
-                            .iter()
-                            .map(|k| (*k).to_owned())
-                            .collect(),
+                        // ecr's own keys replace the default one: a cluster that reserves it
+                        // must not have it forwarded either.
+                        optional_service_account_annotation_keys: if p == ProviderKind::Ecr
+                            && !self.ecr_role_annotation_key.is_empty()
+                        {
+                            self.ecr_role_annotation_key.clone()
+                        } else {
+                            t.optional_keys.iter().map(|k| (*k).to_owned()).collect()
+                        },
                     }),
                     _ => None,
                 };

@@ -835,6 +835,59 @@ fn ecr_pod_identity_writes_its_flag_and_audience() {
     }
 }
 
+/// ecr's own role annotation key replaces the default in args and in the forwarded keys, with or
+/// without Pod Identity.
+#[test]
+fn ecr_role_annotation_key_replaces_the_default() {
+    let dir = TempDir::new("init-role-key");
+    let text = init_ok(&[
+        "--provider",
+        "ecr",
+        "--service-account",
+        "--ecr-role-annotation-key",
+        "example.com/ecr-role",
+        "--ecr-role-annotation-key",
+        "example.com/pull-role",
+    ]);
+    let [ecr] = <[Provider; 1]>::try_from(load_text(&dir, "k.yaml", &text)).unwrap();
+    assert_eq!(
+        ecr.args,
+        [
+            "get-credentials",
+            "--role-annotation-key=example.com/ecr-role",
+            "--role-annotation-key=example.com/pull-role"
+        ]
+    );
+    let t = ecr.token_attributes.unwrap();
+    assert_eq!(
+        t.optional_keys,
+        ["example.com/ecr-role", "example.com/pull-role"]
+    );
+    assert_eq!(t.audience, "sts.amazonaws.com");
+    let text = init_ok(&[
+        "--provider",
+        "ecr",
+        "--platform",
+        "eks",
+        "--service-account",
+        "--ecr-eks-pod-identity-cluster",
+        "prod",
+        "--ecr-role-annotation-key",
+        "example.com/ecr-role",
+    ]);
+    let [ecr] = <[Provider; 1]>::try_from(load_text(&dir, "kp.yaml", &text)).unwrap();
+    assert_eq!(
+        ecr.args,
+        [
+            "--eks-pod-identity-cluster=prod",
+            "--role-annotation-key=example.com/ecr-role"
+        ]
+    );
+    let t = ecr.token_attributes.unwrap();
+    assert_eq!(t.optional_keys, ["example.com/ecr-role"]);
+    assert_eq!(t.audience, "pods.eks.amazonaws.com");
+}
+
 /// A drop-in is read by the kubelet as one file of a directory: next to a platform's own file it
 /// adds its providers after the platform's.
 #[test]
@@ -1098,6 +1151,24 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "prod",
             ],
             "--ecr-eks-pod-identity-cluster needs --service-account",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--ecr-role-annotation-key",
+                "example.com/ecr-role",
+            ],
+            "--ecr-role-annotation-key needs --service-account",
+        ),
+        (
+            &[
+                "--provider",
+                "gcr",
+                "--ecr-role-annotation-key",
+                "example.com/ecr-role",
+            ],
+            "--ecr-* options apply only to --provider ecr",
         ),
         (
             &[

@@ -37,10 +37,10 @@ struct Cli {
     strict_hosts: bool,
 
     /// Service-account annotation naming the IAM role to assume in service-account-token mode
-    /// (repeatable; the first present wins; AWS_ECR_ROLE_ARN is the fallback).
+    /// (repeatable or comma-separated; the first present wins; replaces the default).
     #[arg(
         long = "role-annotation-key",
-        alias = "role-arn-annotation",
+        visible_alias = "role-arn-annotation",
         value_name = "KEY",
         default_value = "eks.amazonaws.com/ecr-role-arn",
         value_delimiter = ','
