@@ -5,8 +5,9 @@
 //! name, arguments, environment and answers (`Registry` cache key, half the token's life as
 //! `cacheDuration`), with every API version answered, ports kept in auth keys, endpoints that
 //! follow the host, service-account-token mode with fallback, and one deadline for the whole run.
-//! Beyond upstream: `--registry-mirror` (a mirror host answered with an ECR registry's token) and
-//! `--assume-role` (a role per registry account), both checked before stdin is read.
+//! Beyond upstream: `--registry-mirror` (a mirror host answered with an ECR registry's token),
+//! `--assume-role` (a role per registry account), `--eks-pod-identity-cluster` (EKS Pod Identity)
+//! and `--role-annotation-key`, all checked before stdin is read.
 
 mod aws;
 mod endpoint;
