@@ -39,15 +39,7 @@ impl Aws {
     /// EKS Auth answers with `eks_answer`; its session and STS's end at `session_expires_at`.
     fn start(eks_answer: FakeResponse, session_expires_at: u64) -> Aws {
         let eks = FakeServer::start(move |_| eks_answer.clone());
-        let node = sts_assume_role("ASIANODEASSUMED", session_expires_at);
-        let web = sts_credentials("ASIAWEBIDENTITY", session_expires_at);
-        let sts = FakeServer::start(move |r| {
-            if r.body_text().contains("Action=AssumeRoleWithWebIdentity") {
-                web.clone()
-            } else {
-                node.clone()
-            }
-        });
+        let sts = sts_fake(session_expires_at);
         let answer = ecr_token("AWS:pod-identity-pull", Some(unix_now() + 12 * 3600));
         let ecr = FakeServer::start(move |_| answer.clone());
         Aws { eks, sts, ecr }

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use kcp_testkit::fake::{FakeResponse, RecordedRequest};
+use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
 pub use kcp_testkit::{Plugin, rfc3339, unix_now};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ecr-credential-provider");
@@ -183,6 +183,21 @@ pub fn sts_credentials(access_key: &str, expires_at: u64) -> FakeResponse {
         ),
     )
     .header("content-type", "text/xml")
+}
+
+/// An STS fake for both role flows: AssumeRoleWithWebIdentity answers with key
+/// `ASIAWEBIDENTITY`, AssumeRole (`--assume-role`) with `ASIANODEASSUMED`; both sessions end at
+/// `session_expires_at`.
+pub fn sts_fake(session_expires_at: u64) -> FakeServer {
+    let node = sts_assume_role("ASIANODEASSUMED", session_expires_at);
+    let web = sts_credentials("ASIAWEBIDENTITY", session_expires_at);
+    FakeServer::start(move |r| {
+        if r.body_text().contains("Action=AssumeRoleWithWebIdentity") {
+            web.clone()
+        } else {
+            node.clone()
+        }
+    })
 }
 
 /// The SigV4 credential scope of a request: (access key, region, service).
