@@ -186,6 +186,16 @@ pub struct InitArgs {
     /// ecr: the ExternalId sent with every --ecr-assume-role call.
     #[arg(long, value_name = "ID", value_parser = one_line("--ecr-assume-role-external-id"))]
     ecr_assume_role_external_id: Option<String>,
+    /// ecr with --service-account: pull as each ServiceAccount's EKS Pod Identity association in
+    /// cluster NAME (adds --eks-pod-identity-cluster=NAME; the token audience becomes
+    /// pods.eks.amazonaws.com).
+    #[arg(long, value_name = "NAME", value_parser = one_line("--ecr-eks-pod-identity-cluster"))]
+    ecr_eks_pod_identity_cluster: Option<String>,
+    /// ecr with --service-account: the ServiceAccount annotation naming the role, instead of
+    /// eks.amazonaws.com/ecr-role-arn (adds --role-annotation-key=KEY to args and KEY to the
+    /// forwarded annotation keys; repeatable, the first present wins).
+    #[arg(long, value_name = "KEY", value_parser = one_line("--ecr-role-annotation-key"))]
+    ecr_role_annotation_key: Vec<String>,
     /// acr with --service-account on AKS: turn on identity bindings, naming the TLS name of the
     /// cluster's identity-bindings endpoint (adds --ib-sni-name; the token audience becomes
     /// api://AKSIdentityBinding, as AKS configures it).
@@ -477,6 +487,12 @@ const ECR_TOKEN: TokenDefaults = TokenDefaults {
     cache_type: "ServiceAccount",
     require_service_account: false,
     optional_keys: &["eks.amazonaws.com/ecr-role-arn"],
+};
+/// ECR with EKS Pod Identity: the audience EKS Auth accepts. The role annotation stays listed:
+/// an annotated ServiceAccount still pulls as its annotated role.
+const ECR_POD_IDENTITY_TOKEN: TokenDefaults = TokenDefaults {
+    audience: AudienceDefault::Fixed("pods.eks.amazonaws.com"),
+    ..ECR_TOKEN
 };
 
 /// The ECR entry everywhere but EKS.
@@ -792,9 +808,35 @@ impl InitArgs {
             if self.ecr_assume_role_external_id.is_some() && self.ecr_assume_role.is_empty() {
                 return usage("--ecr-assume-role-external-id needs --ecr-assume-role");
             }
+            if !self.ecr_role_annotation_key.is_empty() && !self.service_account {
+                return usage(
+                    "--ecr-role-annotation-key needs --service-account: the kubelet forwards ServiceAccount annotations only with tokenAttributes",
+                );
+            }
+            if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
+                if !self.service_account {
+                    return usage(
+                        "--ecr-eks-pod-identity-cluster needs --service-account: EKS Pod Identity trades the pod's service-account token",
+                    );
+                }
+                // The provider's own rule (providers/ecr/src/pod_identity.rs), so a printed
+                // config never fails at the provider's start.
+                let ok = (1..=100).contains(&cluster.len())
+                    && cluster.starts_with(|c: char| c.is_ascii_alphanumeric())
+                    && cluster
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+                if !ok {
+                    return usage(format!(
+                        "--ecr-eks-pod-identity-cluster {cluster:?} is not an EKS cluster name (1-100 letters, digits, '-' or '_', starting with a letter or digit)"
+                    ));
+                }
+            }
         } else if !self.ecr_registry_mirror.is_empty()
             || !self.ecr_assume_role.is_empty()
             || self.ecr_assume_role_external_id.is_some()
+            || self.ecr_eks_pod_identity_cluster.is_some()
+            || !self.ecr_role_annotation_key.is_empty()
         {
             return usage("--ecr-* options apply only to --provider ecr");
         }
@@ -998,6 +1040,12 @@ impl InitArgs {
                     if let Some(id) = &self.ecr_assume_role_external_id {
                         args.push(format!("--assume-role-external-id={id}"));
                     }
+                    if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
+                        args.push(format!("--eks-pod-identity-cluster={cluster}"));
+                    }
+                    for key in &self.ecr_role_annotation_key {
+                        args.push(format!("--role-annotation-key={key}"));
+                    }
                 }
                 if p == ProviderKind::Acr {
                     args.extend(checked.identity_bindings.iter().cloned());
@@ -1024,10 +1072,17 @@ impl InitArgs {
                         value: value.to_owned(),
                     })
                     .collect();
-                // Identity bindings: AKS's own tokenAttributes (AgentBaker).
+                // Identity bindings: AKS's own tokenAttributes (AgentBaker); EKS Pod Identity its
+                // own audience.
                 let token = match &d.token {
                     Some(_) if p == ProviderKind::Acr && !checked.identity_bindings.is_empty() => {
                         Some(&ACR_IB_TOKEN)
+                    }
+                    Some(_)
+                        if p == ProviderKind::Ecr
+                            && self.ecr_eks_pod_identity_cluster.is_some() =>
+                    {
+                        Some(&ECR_POD_IDENTITY_TOKEN)
                     }
                     other => other.as_ref(),
                 };
@@ -1043,11 +1098,15 @@ impl InitArgs {
                         },
                         cache_type: t.cache_type,
                         require_service_account: t.require_service_account,
-                        optional_service_account_annotation_keys: t
-                            .optional_keys
-                            .iter()
-                            .map(|k| (*k).to_owned())
-                            .collect(),
+                        // ecr's own keys replace the default one: a cluster that reserves it
+                        // must not have it forwarded either.
+                        optional_service_account_annotation_keys: if p == ProviderKind::Ecr
+                            && !self.ecr_role_annotation_key.is_empty()
+                        {
+                            self.ecr_role_annotation_key.clone()
+                        } else {
+                            t.optional_keys.iter().map(|k| (*k).to_owned()).collect()
+                        },
                     }),
                     _ => None,
                 };

@@ -123,6 +123,18 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
             ]]),
         ),
         (
+            "eks-al2023-pod-identity.yaml",
+            cat(&[&[
+                "--provider",
+                "ecr",
+                "--platform",
+                "eks",
+                "--service-account",
+                "--ecr-eks-pod-identity-cluster",
+                "my-cluster",
+            ]]),
+        ),
+        (
             "acr.yaml",
             cat(&[&[
                 "--provider",
@@ -785,6 +797,97 @@ fn options_shape_the_entries() {
     );
 }
 
+/// ecr with EKS Pod Identity: the provider's flag in args and the audience EKS Auth accepts, on
+/// any platform; the role annotation stays forwarded (it still wins over the association).
+#[test]
+fn ecr_pod_identity_writes_its_flag_and_audience() {
+    let dir = TempDir::new("init-pod-identity");
+    for (platform, args) in [
+        ("eks", vec!["--eks-pod-identity-cluster=prod"]),
+        (
+            "generic",
+            vec!["get-credentials", "--eks-pod-identity-cluster=prod"],
+        ),
+    ] {
+        let text = init_ok(&[
+            "--provider",
+            "ecr",
+            "--platform",
+            platform,
+            "--service-account",
+            "--ecr-eks-pod-identity-cluster",
+            "prod",
+        ]);
+        let [ecr] = <[Provider; 1]>::try_from(load_text(&dir, "p.yaml", &text)).unwrap();
+        assert_eq!(ecr.args, args, "{platform}");
+        let t = ecr.token_attributes.unwrap();
+        assert_eq!(
+            (
+                t.audience.as_str(),
+                t.cache_type.as_str(),
+                t.require_service_account
+            ),
+            ("pods.eks.amazonaws.com", "ServiceAccount", Some(false)),
+            "{platform}"
+        );
+        assert_eq!(t.optional_keys, ["eks.amazonaws.com/ecr-role-arn"]);
+        assert!(t.required_keys.is_empty());
+    }
+}
+
+/// ecr's own role annotation key replaces the default in args and in the forwarded keys, with or
+/// without Pod Identity.
+#[test]
+fn ecr_role_annotation_key_replaces_the_default() {
+    let dir = TempDir::new("init-role-key");
+    let text = init_ok(&[
+        "--provider",
+        "ecr",
+        "--service-account",
+        "--ecr-role-annotation-key",
+        "example.com/ecr-role",
+        "--ecr-role-annotation-key",
+        "example.com/pull-role",
+    ]);
+    let [ecr] = <[Provider; 1]>::try_from(load_text(&dir, "k.yaml", &text)).unwrap();
+    assert_eq!(
+        ecr.args,
+        [
+            "get-credentials",
+            "--role-annotation-key=example.com/ecr-role",
+            "--role-annotation-key=example.com/pull-role"
+        ]
+    );
+    let t = ecr.token_attributes.unwrap();
+    assert_eq!(
+        t.optional_keys,
+        ["example.com/ecr-role", "example.com/pull-role"]
+    );
+    assert_eq!(t.audience, "sts.amazonaws.com");
+    let text = init_ok(&[
+        "--provider",
+        "ecr",
+        "--platform",
+        "eks",
+        "--service-account",
+        "--ecr-eks-pod-identity-cluster",
+        "prod",
+        "--ecr-role-annotation-key",
+        "example.com/ecr-role",
+    ]);
+    let [ecr] = <[Provider; 1]>::try_from(load_text(&dir, "kp.yaml", &text)).unwrap();
+    assert_eq!(
+        ecr.args,
+        [
+            "--eks-pod-identity-cluster=prod",
+            "--role-annotation-key=example.com/ecr-role"
+        ]
+    );
+    let t = ecr.token_attributes.unwrap();
+    assert_eq!(t.optional_keys, ["example.com/ecr-role"]);
+    assert_eq!(t.audience, "pods.eks.amazonaws.com");
+}
+
 /// A drop-in is read by the kubelet as one file of a directory: next to a platform's own file it
 /// adds its providers after the platform's.
 #[test]
@@ -1039,6 +1142,53 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "tenant-42",
             ],
             "--ecr-assume-role-external-id needs --ecr-assume-role",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--ecr-eks-pod-identity-cluster",
+                "prod",
+            ],
+            "--ecr-eks-pod-identity-cluster needs --service-account",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--ecr-role-annotation-key",
+                "example.com/ecr-role",
+            ],
+            "--ecr-role-annotation-key needs --service-account",
+        ),
+        (
+            &[
+                "--provider",
+                "gcr",
+                "--ecr-role-annotation-key",
+                "example.com/ecr-role",
+            ],
+            "--ecr-* options apply only to --provider ecr",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--service-account",
+                "--ecr-eks-pod-identity-cluster",
+                "arn:aws:eks:us-west-2:123456789012:cluster/prod",
+            ],
+            "is not an EKS cluster name",
+        ),
+        (
+            &[
+                "--provider",
+                "acr",
+                "--service-account",
+                "--ecr-eks-pod-identity-cluster",
+                "prod",
+            ],
+            "--ecr-* options apply only to --provider ecr",
         ),
         (
             &["--provider", "acr", "--acr-ib-apiserver-ip", "10.0.0.1"],

@@ -121,6 +121,11 @@ const READY: &[Ready] = &[
         extra: &[],
     },
     Ready {
+        file: "eks-al2023-pod-identity.yaml",
+        providers: &[(ECR, Family::Ecr, true)],
+        extra: &[],
+    },
+    Ready {
         file: "acr.yaml",
         providers: &[(ACR, Family::Acr, false)],
         // The mirror source mapped with --registry-mirror.

@@ -3,6 +3,7 @@
 
 use aws_sdk_ecr::config::endpoint::{Params as EcrParams, ResolveEndpoint as _};
 use aws_sdk_ecrpublic::config::endpoint::{Params as PublicParams, ResolveEndpoint as _};
+use aws_sdk_eksauth::config::endpoint::{Params as EksAuthParams, ResolveEndpoint as _};
 use aws_sdk_sts::config::endpoint::{Params as StsParams, ResolveEndpoint as _};
 
 use crate::host::RegistryKind;
@@ -46,6 +47,17 @@ pub fn resolve_sts(region: &str, fips: bool, dual_stack: bool) -> Result<String,
         .build()
         .map_err(|e| e.to_string())?;
     futures_now(aws_sdk_sts::config::endpoint::DefaultResolver::new().resolve_endpoint(&params))
+}
+
+/// The EKS Auth endpoint for a region (Pod Identity): always dual-stack (`eks-auth.<region>.api.aws`
+/// and each partition's counterpart), FIPS when the registry's host is.
+pub fn resolve_eks_auth(region: &str, fips: bool) -> Result<String, String> {
+    let params = EksAuthParams::builder()
+        .region(region)
+        .use_fips(fips)
+        .build()
+        .map_err(|e| e.to_string())?;
+    futures_now(aws_sdk_eksauth::config::endpoint::DefaultResolver::new().resolve_endpoint(&params))
 }
 
 /// The default resolvers are synchronous rule evaluations wrapped in a ready future.
@@ -136,6 +148,36 @@ mod tests {
             ),
         ] {
             assert_eq!(for_host(host), endpoint, "{host}");
+        }
+    }
+
+    /// EKS Pod Identity's exchange goes to each partition's own EKS Auth host.
+    #[test]
+    fn eks_auth_follows_the_partition() {
+        for (region, fips, endpoint) in [
+            ("us-west-2", false, "https://eks-auth.us-west-2.api.aws"),
+            ("us-east-1", true, "https://eks-auth-fips.us-east-1.api.aws"),
+            (
+                "cn-north-1",
+                false,
+                "https://eks-auth.cn-north-1.api.amazonwebservices.com.cn",
+            ),
+            (
+                "us-gov-west-1",
+                false,
+                "https://eks-auth.us-gov-west-1.api.aws",
+            ),
+            (
+                "us-gov-west-1",
+                true,
+                "https://eks-auth-fips.us-gov-west-1.api.aws",
+            ),
+        ] {
+            assert_eq!(
+                resolve_eks_auth(region, fips).unwrap(),
+                endpoint,
+                "{region} fips={fips}"
+            );
         }
     }
 

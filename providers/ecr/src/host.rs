@@ -150,7 +150,7 @@ fn parse_private(host: &str) -> Option<PrivateHost> {
 }
 
 /// A region label: lowercase letters, digits and inner hyphens (`us-west-2`, `eusc-de-east-1`).
-fn is_region(label: &str) -> bool {
+pub fn is_region(label: &str) -> bool {
     let bytes = label.as_bytes();
     matches!((bytes.first(), bytes.last()), (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric())
         && bytes

@@ -5,12 +5,14 @@
 //! name, arguments, environment and answers (`Registry` cache key, half the token's life as
 //! `cacheDuration`), with every API version answered, ports kept in auth keys, endpoints that
 //! follow the host, service-account-token mode with fallback, and one deadline for the whole run.
-//! Beyond upstream: `--registry-mirror` (a mirror host answered with an ECR registry's token) and
-//! `--assume-role` (a role per registry account), both checked before stdin is read.
+//! Beyond upstream: `--registry-mirror` (a mirror host answered with an ECR registry's token),
+//! `--assume-role` (a role per registry account), `--eks-pod-identity-cluster` (EKS Pod Identity)
+//! and `--role-annotation-key`, all checked before stdin is read.
 
 mod aws;
 mod endpoint;
 mod host;
+mod pod_identity;
 mod provider;
 mod routing;
 mod sdk_http;
@@ -36,9 +38,10 @@ struct Cli {
     strict_hosts: bool,
 
     /// Service-account annotation naming the IAM role to assume in service-account-token mode
-    /// (repeatable; the first present wins; AWS_ECR_ROLE_ARN is the fallback).
+    /// (repeatable or comma-separated; the first present wins; replaces the default).
     #[arg(
-        long = "role-arn-annotation",
+        long = "role-annotation-key",
+        visible_alias = "role-arn-annotation",
         value_name = "KEY",
         default_value = "eks.amazonaws.com/ecr-role-arn",
         value_delimiter = ','
@@ -59,6 +62,25 @@ struct Cli {
     #[arg(long = "assume-role-external-id", value_name = "ID")]
     assume_role_external_id: Option<String>,
 
+    /// EKS Pod Identity: with a service-account token and no role annotation, exchange the token
+    /// with EKS Auth AssumeRoleForPodIdentity for this cluster (signed with the node's
+    /// credentials) and pull as the associated role.
+    #[arg(
+        long = "eks-pod-identity-cluster",
+        env = "ECR_EKS_POD_IDENTITY_CLUSTER",
+        value_name = "CLUSTER"
+    )]
+    eks_pod_identity_cluster: Option<String>,
+
+    /// The cluster's region for --eks-pod-identity-cluster, when it is not the registry's (ECR
+    /// Public's API is in us-east-1; registries of other regions).
+    #[arg(
+        long = "eks-pod-identity-region",
+        env = "ECR_EKS_POD_IDENTITY_REGION",
+        value_name = "REGION"
+    )]
+    eks_pod_identity_region: Option<String>,
+
     #[command(flatten)]
     common: CommonArgs,
 
@@ -75,9 +97,13 @@ fn main() -> ExitCode {
         let roles =
             routing::Roles::parse(&cli.assume_role, cli.assume_role_external_id.as_deref())?;
         routing::check(&mirrors, &roles)?;
-        Ok((mirrors, roles))
+        let pod_identity = pod_identity::PodIdentity::from_flags(
+            cli.eks_pod_identity_cluster.as_deref(),
+            cli.eks_pod_identity_region.as_deref(),
+        )?;
+        Ok((mirrors, roles, pod_identity))
     });
-    let (mirrors, roles) = match configured {
+    let (mirrors, roles, pod_identity) = match configured {
         Ok(configured) => configured,
         Err(e) => return usage_error(&e),
     };
@@ -86,6 +112,7 @@ fn main() -> ExitCode {
         mirrors,
         roles,
         role_annotations: cli.role_annotations,
+        pod_identity,
         cache_policy: CachePolicy::HalfRemaining,
         token_cache: settings.token_cache.clone(),
     };

@@ -16,6 +16,7 @@ use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};
+use crate::pod_identity::{self, PodIdentity};
 use crate::routing::{EcrMirror, RoleArn, Roles};
 
 /// ECR Public's API lives in us-east-1 only (for the `aws` partition).
@@ -42,6 +43,9 @@ pub struct EcrProvider {
     pub roles: Roles,
     /// Service-account annotations that may name the role to assume, first found wins.
     pub role_annotations: Vec<String>,
+    /// `--eks-pod-identity-cluster`: exchange the pod's token with EKS Pod Identity for this
+    /// cluster when no annotation names a role.
+    pub pod_identity: Option<PodIdentity>,
     /// How `cacheDuration` follows the token's expiry.
     pub cache_policy: CachePolicy,
     /// The on-disk token cache, when turned on.
@@ -102,6 +106,9 @@ enum Principal {
     WebIdentity(String),
     /// AssumeRole with the node's credentials (`--assume-role`).
     NodeAssumes(RoleArn),
+    /// EKS Auth AssumeRoleForPodIdentity for this cluster, with the pod's token, signed with the
+    /// node's credentials.
+    PodIdentity(PodIdentity),
 }
 
 /// What a request needs, decided without any network: the registry (after mirrors), its
@@ -276,6 +283,13 @@ impl EcrProvider {
             (Principal::WebIdentity(role_arn), Some(token)) => {
                 Some(assume_role(role_arn, token, &config).await?)
             }
+            (Principal::PodIdentity(target), Some(token)) => Some(AssumedRole {
+                credentials: pod_identity::assume_role(target, token, &config).await?,
+                source: format!(
+                    "EKS Pod Identity role of the service account (cluster {})",
+                    target.cluster
+                ),
+            }),
             (Principal::NodeAssumes(role), _) => Some(
                 assume_role_as_node(
                     role,
@@ -356,7 +370,8 @@ impl EcrProvider {
     }
 
     /// Whose credentials get the token, first that applies: the role a service-account
-    /// annotation names (with the pod's token); the `--assume-role` role of the private
+    /// annotation names (with the pod's token); with `--eks-pod-identity-cluster`, the pod's
+    /// Pod Identity association (with the pod's token); the `--assume-role` role of the private
     /// registry's account (with the node's credentials); in service-account mode
     /// [`ROLE_ARN_ENV`]; else the node. An `--assume-role` of another partition than the
     /// registry's is an error, before any call.
@@ -375,6 +390,9 @@ impl EcrProvider {
             });
             if let Some(role_arn) = from_annotation {
                 return Ok(Principal::WebIdentity(role_arn.trim().to_owned()));
+            }
+            if let Some(target) = &self.pod_identity {
+                return Ok(Principal::PodIdentity(target.clone()));
             }
         }
         if let RegistryKind::Private(p) = kind
@@ -422,6 +440,17 @@ fn cache_key(
         (Principal::WebIdentity(role_arn), Some(token)) => {
             key.identity("role", role_arn).service_account(token)
         }
+        // The association (cluster, service account) names the role; the node's identity
+        // signs the exchange.
+        (Principal::PodIdentity(target), Some(token)) => key
+            .identity("eks-pod-identity-cluster", &target.cluster)
+            .identity(
+                "eks-pod-identity-region",
+                target.region.as_deref().unwrap_or_default(),
+            )
+            .identity_env(&["AWS_ENDPOINT_URL_EKS_AUTH"])
+            .identity_env(NODE_IDENTITY_ENV)
+            .service_account(token),
         // The node's identity assumes the role: both are part of who the token is for.
         (Principal::NodeAssumes(role), _) => Some(
             key.identity("assume-role", &role.arn)
@@ -626,6 +655,13 @@ fn log_plan(provider: &EcrProvider, request: &CredentialProviderRequest, plan: &
         }
         RegistryKind::Public => tracing::info!(registry, "ECR Public registry"),
         RegistryKind::Other => {}
+    }
+    if let Principal::PodIdentity(target) = &plan.principal {
+        tracing::info!(
+            cluster = target.cluster,
+            region = target.region,
+            "no role ARN in the service-account annotations; using EKS Pod Identity"
+        );
     }
     if request.service_account_token.is_some() && plan.principal == Principal::Node {
         tracing::info!(

@@ -3,7 +3,7 @@
 //! Why not the SDK's own client: it parses the system trust store with a constant-time PEM decoder
 //! on first use (~4 ms of CPU per exec, more than everything else together), ships a second
 //! HTTP stack (hyper-rustls, h2) next to ours, and would need its own proxy rules. Through this
-//! adapter every SDK call (ECR, ECR Public, STS, IMDS, container credentials) uses the same trust
+//! adapter every SDK call (ECR, ECR Public, STS, EKS Auth, IMDS, container credentials) uses the same trust
 //! store, proxy policy (link-local metadata always direct) and deadline as the other providers.
 
 use aws_smithy_runtime_api::client::http::{

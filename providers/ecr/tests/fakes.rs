@@ -330,6 +330,81 @@ fn service_account_mode_role_sources_and_fallback() {
     assert_eq!(sts.requests().len(), 2);
 }
 
+/// `--role-annotation-key` (upstream's key is fixed) replaces the default key: a cluster whose
+/// policy reserves `eks.amazonaws.com/ecr-role-arn` names its own, and the reserved one is then
+/// not read. Repeated keys are tried in order; `--role-arn-annotation` is the same flag.
+#[test]
+fn the_role_annotation_key_replaces_the_default() {
+    let sts = FakeServer::start(|_| sts_credentials("ASIAFROMKEY", unix_now() + 3600));
+    let ecr = ecr_sequence(vec![ecr_token("AWS:p", Some(unix_now() + 12 * 3600))]);
+    let p = private(plugin(), &ecr).env("AWS_ENDPOINT_URL_STS", sts.url());
+    let role = |name: &str| format!("arn:aws:iam::123456789012:role/{name}");
+    let annotations = BTreeMap::from([
+        (
+            "eks.amazonaws.com/ecr-role-arn".to_owned(),
+            role("reserved"),
+        ),
+        ("example.com/pull-role".to_owned(), role("custom")),
+        ("example.com/other-role".to_owned(), role("other")),
+    ]);
+    let role_asked = |args: &[&str], annotations: &BTreeMap<String, String>| {
+        let before = sts.requests().len();
+        p.clone()
+            .args(args.iter().copied())
+            .request_with_token(ApiVersion::V1, PRIVATE_HOST, Some(SA_TOKEN), annotations)
+            .accepted();
+        let requests = sts.requests();
+        (requests.len() > before).then(|| {
+            form(&requests[before])
+                .into_iter()
+                .find(|(k, _)| k == "RoleArn")
+                .unwrap()
+                .1
+        })
+    };
+    assert_eq!(role_asked(&[], &annotations), Some(role("reserved")));
+    for flag in ["--role-annotation-key", "--role-arn-annotation"] {
+        assert_eq!(
+            role_asked(&[&format!("{flag}=example.com/pull-role")], &annotations),
+            Some(role("custom")),
+            "{flag}"
+        );
+    }
+    // First present wins, in the order given, whether repeated or comma-separated.
+    for args in [
+        vec![
+            "--role-annotation-key=example.com/missing",
+            "--role-annotation-key=example.com/other-role",
+            "--role-annotation-key=example.com/pull-role",
+        ],
+        vec![
+            "--role-annotation-key=example.com/missing,example.com/other-role,example.com/pull-role",
+        ],
+    ] {
+        assert_eq!(
+            role_asked(&args, &annotations),
+            Some(role("other")),
+            "{args:?}"
+        );
+    }
+    // Only the reserved key set: not read once another key is configured, so the node pulls.
+    let reserved_only = BTreeMap::from([(
+        "eks.amazonaws.com/ecr-role-arn".to_owned(),
+        role("reserved"),
+    )]);
+    assert_eq!(
+        role_asked(
+            &["--role-annotation-key=example.com/pull-role"],
+            &reserved_only
+        ),
+        None
+    );
+    assert_eq!(
+        sigv4_scope(ecr.requests().last().unwrap()).unwrap().0,
+        "AKIDTESTSTATIC"
+    );
+}
+
 #[test]
 fn a_failed_role_assumption_is_one_clear_line() {
     let sts = FakeServer::start(|_| {

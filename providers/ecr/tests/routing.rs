@@ -33,16 +33,10 @@ impl Aws {
     fn start(ecr_password: &str, ecr_expires_at: Option<u64>, session_expires_at: u64) -> Aws {
         let answer = ecr_token(&format!("AWS:{ecr_password}"), ecr_expires_at);
         let ecr = FakeServer::start(move |_| answer.clone());
-        let node = sts_assume_role("ASIANODEASSUMED", session_expires_at);
-        let web = sts_credentials("ASIAWEBIDENTITY", session_expires_at);
-        let sts = FakeServer::start(move |r| {
-            if r.body_text().contains("Action=AssumeRoleWithWebIdentity") {
-                web.clone()
-            } else {
-                node.clone()
-            }
-        });
-        Aws { ecr, sts }
+        Aws {
+            ecr,
+            sts: sts_fake(session_expires_at),
+        }
     }
 
     fn plugin(&self) -> Plugin {

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use kcp_testkit::fake::{FakeResponse, RecordedRequest};
+use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
 pub use kcp_testkit::{Plugin, rfc3339, unix_now};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_ecr-credential-provider");
@@ -182,6 +182,21 @@ pub fn sts_credentials(access_key: &str, expires_at: u64) -> FakeResponse {
     .header("content-type", "text/xml")
 }
 
+/// An STS fake for both role flows: AssumeRoleWithWebIdentity answers with key
+/// `ASIAWEBIDENTITY`, AssumeRole (`--assume-role`) with `ASIANODEASSUMED`; both sessions end at
+/// `session_expires_at`.
+pub fn sts_fake(session_expires_at: u64) -> FakeServer {
+    let node = sts_assume_role("ASIANODEASSUMED", session_expires_at);
+    let web = sts_credentials("ASIAWEBIDENTITY", session_expires_at);
+    FakeServer::start(move |r| {
+        if r.body_text().contains("Action=AssumeRoleWithWebIdentity") {
+            web.clone()
+        } else {
+            node.clone()
+        }
+    })
+}
+
 /// The SigV4 credential scope of a request: (access key, region, service).
 pub fn sigv4_scope(request: &RecordedRequest) -> Option<(String, String, String)> {
     let auth = request.header("authorization")?;
@@ -249,4 +264,27 @@ pub fn sts_assume_role(access_key: &str, expires_at: u64) -> FakeResponse {
         ),
     )
     .header("content-type", "text/xml")
+}
+
+pub const POD_IDENTITY_SECRET_KEY: &str = "pod-identity-secret-key-value";
+pub const POD_IDENTITY_SESSION_TOKEN: &str = "pod-identity-session-token-value";
+
+/// An EKS Auth AssumeRoleForPodIdentity answer (restJson1; `expiration` in epoch seconds), with
+/// its own secrets so a leak names the flow.
+pub fn eks_auth_credentials(access_key: &str, expires_at: u64) -> FakeResponse {
+    kcp_testkit::secrets::register(POD_IDENTITY_SECRET_KEY);
+    kcp_testkit::secrets::register(POD_IDENTITY_SESSION_TOKEN);
+    FakeResponse::json(format!(
+        r#"{{"subject":{{"namespace":"team","serviceAccount":"puller"}},"audience":"pods.eks.amazonaws.com","podIdentityAssociation":{{"associationArn":"arn:aws:eks:us-west-2:123456789012:podidentityassociation/prod/a-abcdefghijklmnop1","associationId":"a-abcdefghijklmnop1"}},"assumedRoleUser":{{"arn":"arn:aws:sts::123456789012:assumed-role/pod-pull/eks-prod-puller","assumeRoleId":"AROAPOD:eks-prod-puller"}},"credentials":{{"sessionToken":"{POD_IDENTITY_SESSION_TOKEN}","secretAccessKey":"{POD_IDENTITY_SECRET_KEY}","accessKeyId":"{access_key}","expiration":{expires_at}}}}}"#
+    ))
+}
+
+/// An EKS Auth (restJson1) error: the code in `x-amzn-errortype` and in the body, as AWS sends it.
+pub fn eks_auth_error(status: u16, code: &str) -> FakeResponse {
+    FakeResponse::new(
+        status,
+        format!(r#"{{"__type":"{code}","message":"injected {code}"}}"#),
+    )
+    .header("content-type", "application/json")
+    .header("x-amzn-errortype", code)
 }
