@@ -12,6 +12,7 @@
 //! - [`secret`]: a string type that never prints its value (the response's password).
 //! - [`config`], [`validate`]: `CredentialProviderConfig` read and validated as the kubelet does.
 //! - [`exec`]: the kubelet's side of an exec: run a plugin and decode its answer strictly.
+//! - [`flags`]: the command lines of this project's providers, checked alike by them and the checker.
 //!
 //! The contract as this project implements it is written up in `docs/kubelet-contract.md`.
 
@@ -19,6 +20,7 @@ pub mod cache_hint;
 pub mod config;
 pub mod duration;
 pub mod exec;
+pub mod flags;
 pub mod image;
 pub mod matching;
 pub mod mirror;
