@@ -293,10 +293,8 @@ pub(crate) mod tests {
     #[test]
     fn the_parser_knows_the_shared_flags() {
         assert_eq!(table_drift::<Cli>(&SPEC), (vec![], vec![]));
-        let missing = ProviderFlags {
-            own: &[Flag::long("extra", Kind::Value)],
-            ..SPEC
-        };
+        const EXTRA: &[Flag] = &[Flag::long("extra", Kind::Value)];
+        let missing = ProviderFlags { own: EXTRA, ..SPEC };
         assert_eq!(
             table_drift::<Cli>(&missing),
             (vec![], vec![Flag::long("extra", Kind::Value)])
