@@ -4,24 +4,14 @@
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod support;
+
 use kcp_kubelet::ApiVersion;
+use kcp_testkit::TempDir;
 use kcp_testkit::flags::{self, Refusal};
-use kcp_testkit::{Plugin, TempDir};
+use support::plugin;
 
-const PASSWORD: &str = "s3cr3t-robot-password";
 const IMAGE: &str = "harbor.example.com/team/app";
-
-fn plugin(dir: &TempDir) -> Plugin {
-    let file = dir.path().join("password");
-    std::fs::write(&file, format!("{PASSWORD}\n")).unwrap();
-    Plugin::new(env!("CARGO_BIN_EXE_static-credential-provider"))
-        .secret(PASSWORD)
-        .args([
-            "--registry=*.example.com".to_owned(),
-            "--username=robot".to_owned(),
-            format!("--password-file={}", file.display()),
-        ])
-}
 
 #[test]
 fn unknown_flags_and_stray_words_are_refused_before_the_request() {
@@ -53,7 +43,6 @@ fn every_klog_flag_is_taken_in_every_spelling() {
         .chain(flags::COMPONENT_BASE_FLAGS)
         .collect();
     let out = plugin(&dir)
-        .args(["get-credentials"])
         .args(flags::klog_spellings(&all))
         .request(ApiVersion::V1, IMAGE);
     out.accepted();
