@@ -204,7 +204,8 @@ fn emit(format: Format, human: impl FnOnce() -> String, json: impl FnOnce() -> s
 
 /// Loads and validates; when the kubelet would not start, prints the report and returns the exit
 /// code. Otherwise returns the config and whether it is valid throughout, our providers' `args`
-/// included (the report is printed when it is not, or unless `quiet_when_valid`).
+/// included, having printed the report unless `quiet_when_valid` (then a plugin that refuses its
+/// `args` says so itself when it is run, and stdout keeps one JSON document).
 fn load_valid(
     format: Format,
     path: &Path,
@@ -223,7 +224,7 @@ fn load_valid(
         }
     };
     let v = validate::validate(&config, bin_dir);
-    if !quiet_when_valid || !v.valid() {
+    if !quiet_when_valid || !v.ok() {
         emit(
             format,
             || report::validation_human(&config, &v),

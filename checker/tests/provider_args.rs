@@ -238,3 +238,52 @@ fn the_tables_are_what_the_built_binaries_take() {
         assert_eq!(code, 2, "{binary} refuses --not-a-flag");
     }
 }
+
+/// `run` still runs a plugin that refuses its args, and its own line says why; with
+/// `--output json`, stdout stays one document.
+#[test]
+fn run_shows_the_plugins_own_refusal() {
+    let dir = TempDir::new("check-args-run");
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let name = exe("static-credential-provider");
+    std::os::unix::fs::symlink(target_bin_dir().join(&name), bin.join(&name)).unwrap();
+    let path = dir.path().join("config.yaml");
+    std::fs::write(
+        &path,
+        v1_config(
+            "  - name: static-credential-provider\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    matchImages: [\"registry.example.com\"]\n    defaultCacheDuration: 1h\n    args: [--registry=registry.example.com, --username=u, --password-file=/p, --usernam=v]\n",
+        ),
+    )
+    .unwrap();
+    let run = |output: &str| {
+        check([
+            "run".as_ref(),
+            "--output".as_ref(),
+            output.as_ref(),
+            "--config".as_ref(),
+            path.as_os_str(),
+            "--bin-dir".as_ref(),
+            bin.as_os_str(),
+            "registry.example.com/app".as_ref(),
+        ])
+    };
+    let json = run("json");
+    assert_eq!(json.code, 1, "{}", json.stdout);
+    let report = json.json();
+    assert!(
+        report
+            .to_string()
+            .contains("unknown flag --usernam (did you mean --username?) (see --help)"),
+        "{report}"
+    );
+    let human = run("human");
+    assert_eq!(human.code, 1);
+    assert!(
+        human
+            .stdout
+            .contains("unknown flag --usernam (did you mean --username?) (see --help)"),
+        "{}",
+        human.stdout
+    );
+}
