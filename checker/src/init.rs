@@ -1480,6 +1480,13 @@ fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, CommandErr
             "the kubelet would refuse this config: {message}"
         )));
     }
+    if let Some(f) = v.arguments.first() {
+        return Err(CommandError::Refused(format!(
+            "{}: {}",
+            f.provider.as_deref().unwrap_or_default(),
+            f.message
+        )));
+    }
 
     let mut stderr: Vec<String> = v
         .warnings

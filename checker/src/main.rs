@@ -1,7 +1,8 @@
 //! `credential-provider-check`: validates a kubelet `CredentialProviderConfig` and runs its
 //! plugins exactly as the kubelet would, explaining every failure the kubelet hides.
 //!
-//! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules.
+//! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules, and
+//!   the `args` of this project's providers checked against their command lines.
 //! - `match --config PATH IMAGE`: which providers the kubelet runs for an image, and why not.
 //! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
 //! - `init --provider P [--platform P] [--service-account] ...`: print a config for our providers
@@ -201,13 +202,16 @@ fn emit(format: Format, human: impl FnOnce() -> String, json: impl FnOnce() -> s
     }
 }
 
-/// Loads and validates; on failure prints the report and returns the exit code.
+/// Loads and validates; when the kubelet would not start, prints the report and returns the exit
+/// code. Otherwise returns the config and whether it is valid throughout, our providers' `args`
+/// included, having printed the report unless `quiet_when_valid` (then a plugin that refuses its
+/// `args` says so itself when it is run, and stdout keeps one JSON document).
 fn load_valid(
     format: Format,
     path: &Path,
     bin_dir: Option<&Path>,
     quiet_when_valid: bool,
-) -> Result<config::Config, u8> {
+) -> Result<(config::Config, bool), u8> {
     let config = match config::load(path) {
         Ok(config) => config,
         Err(e) => {
@@ -227,7 +231,11 @@ fn load_valid(
             || report::validation_json(&config, &v),
         );
     }
-    if v.ok() { Ok(config) } else { Err(NO) }
+    if v.ok() {
+        Ok((config, v.valid()))
+    } else {
+        Err(NO)
+    }
 }
 
 fn execute(cli: &Cli) -> Result<u8, String> {
@@ -253,7 +261,8 @@ fn execute(cli: &Cli) -> Result<u8, String> {
         Command::Wait => install::wait_for_termination(),
         Command::Validate { config, bin_dir } => Ok(
             match load_valid(format, config, bin_dir.as_deref(), false) {
-                Ok(_) => 0,
+                Ok((_, true)) => 0,
+                Ok((_, false)) => NO,
                 Err(code) => code,
             },
         ),
@@ -301,8 +310,9 @@ fn execute(cli: &Cli) -> Result<u8, String> {
                 .filter(|d| !d.is_zero())
                 .ok_or_else(|| format!("--timeout must be positive, got {timeout}"))?;
             let normalized_check = explain::normalize(image)?;
+            // Plugins that refuse their args still run: their own refusal is shown too.
             let config = match load_valid(format, config, Some(bin_dir), true) {
-                Ok(c) => c,
+                Ok((c, _)) => c,
                 Err(code) => return Ok(code),
             };
             let r = explain::match_providers(&config.providers, image)?;

@@ -49,11 +49,12 @@ pub fn config_json(config: &Config) -> Value {
 /// `validate` as JSON.
 pub fn validation_json(config: &Config, v: &Validation) -> Value {
     json!({
-        "valid": v.ok(),
+        "valid": v.valid(),
         "config": config_json(config),
         "kubeletError": v.kubelet_message(),
         "errors": findings_json(&v.errors),
         "registrationErrors": findings_json(&v.registration),
+        "argumentErrors": findings_json(&v.arguments),
         "warnings": findings_json(&v.warnings),
         "notes": findings_json(&v.notes),
     })
@@ -82,6 +83,7 @@ pub fn validation_human(config: &Config, v: &Validation) -> String {
             .errors
             .iter()
             .chain(&v.registration)
+            .chain(&v.arguments)
             .filter(|f| f.provider.as_deref() == Some(p.name.as_str()))
             .count();
         let _ = writeln!(
@@ -111,6 +113,9 @@ pub fn validation_human(config: &Config, v: &Validation) -> String {
     for f in &v.registration {
         let _ = writeln!(s, "error: {}", f.message);
     }
+    for f in &v.arguments {
+        let _ = writeln!(s, "error{}: {}", who(f), f.message);
+    }
     for f in &v.warnings {
         let _ = writeln!(s, "warning{}: {}", who(f), f.message);
     }
@@ -120,8 +125,13 @@ pub fn validation_human(config: &Config, v: &Validation) -> String {
     if let Some(m) = v.kubelet_message() {
         let _ = writeln!(s, "kubelet would log: {m}");
     }
-    if v.ok() {
+    if v.valid() {
         let _ = writeln!(s, "result: valid");
+    } else if v.ok() {
+        let _ = writeln!(
+            s,
+            "result: INVALID (the kubelet starts, but every exec of a plugin that refuses its args fails)"
+        );
     } else {
         let _ = writeln!(
             s,

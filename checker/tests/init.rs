@@ -1331,6 +1331,19 @@ fn a_config_the_kubelet_would_refuse_is_never_printed() {
     }
 }
 
+/// An `--arg` the provider itself would refuse (issue #25): the kubelet would start, but every
+/// exec would fail, so the config is not printed either.
+#[test]
+fn args_the_provider_refuses_are_never_printed() {
+    let run = init(&["--provider", "ecr", "--arg", "ecr=--strict-host"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "credential-provider-check: init: ecr-credential-provider: args: unknown flag --strict-host (did you mean --strict-hosts?); ecr-credential-provider refuses its arguments and exits 2 on every exec\n"
+    );
+}
+
 /// stdout is the config and only the config; `--explain` and warnings go to stderr.
 #[test]
 fn stdout_holds_only_the_config() {

@@ -13,6 +13,7 @@
 //! - [`config`], [`validate`]: `CredentialProviderConfig` read and validated as the kubelet does.
 //! - [`exec`]: the kubelet's side of an exec: run a plugin and decode its answer strictly.
 //! - [`stdout_shape`]: a plugin's stdout described and shown without its values.
+//! - [`flags`]: the command lines of this project's providers, checked alike by them and the checker.
 //!
 //! The contract as this project implements it is written up in `docs/kubelet-contract.md`.
 
@@ -20,6 +21,7 @@ pub mod cache_hint;
 pub mod config;
 pub mod duration;
 pub mod exec;
+pub mod flags;
 pub mod image;
 pub mod matching;
 pub mod mirror;

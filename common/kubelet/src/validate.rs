@@ -40,12 +40,21 @@ pub struct Validation {
     pub warnings: Vec<Finding>,
     /// Fine, but worth knowing (version requirements).
     pub notes: Vec<Finding>,
+    /// `args` that one of this project's providers refuses (see [`crate::flags`]): the kubelet
+    /// starts, but every exec of that plugin fails with exit 2.
+    pub arguments: Vec<Finding>,
 }
 
 impl Validation {
     /// True when a kubelet would start with this config.
     pub fn ok(&self) -> bool {
         self.errors.is_empty() && self.registration.is_empty()
+    }
+
+    /// True when a kubelet would start with this config and none of this project's providers
+    /// would refuse its `args`.
+    pub fn valid(&self) -> bool {
+        self.ok() && self.arguments.is_empty()
     }
 
     /// The single line the kubelet logs for the validation errors, if any.
@@ -94,6 +103,7 @@ pub fn validate(config: &Config, bin_dir: Option<&Path>) -> Validation {
             fatal(&mut v, Some(p), message);
         }
         warnings(p, &mut v.warnings, &mut v.notes);
+        v.arguments.extend(argument_errors(p));
     }
     if let Some(dir) = bin_dir {
         registration(config, dir, &mut v.registration);
@@ -401,6 +411,26 @@ fn mirror_warnings(p: &Provider, warn: &mut impl FnMut(String)) {
     }
 }
 
+/// What one of this project's providers, recognised by `name` (its binary), would refuse in
+/// `args`: unknown flags (with the closest known one), a missing value, a boolean's value as a
+/// separate word, stray words, `--help`/`--version`.
+fn argument_errors(p: &Provider) -> Vec<Finding> {
+    let Some(flags) = crate::flags::for_binary(&p.name) else {
+        return Vec::new();
+    };
+    flags
+        .problems(&p.args)
+        .into_iter()
+        .map(|problem| Finding {
+            provider: Some(p.name.clone()),
+            message: format!(
+                "args: {problem}; {} refuses its arguments and exits 2 on every exec",
+                flags.binary
+            ),
+        })
+        .collect()
+}
+
 /// The file the kubelet runs for provider `name` in the bin dir, as Go's `exec.LookPath` finds
 /// it: `<dir>/<name>` on Linux; on Windows, a name without an extension gets the first of
 /// `PATHEXT`'s extensions (`.COM;.EXE;.BAT;.CMD` when unset) that exists, so `name:
@@ -540,6 +570,55 @@ mod tests {
                 "--registry-mirror source \"reg.local:5000\" is not covered by matchImages, so the kubelet never runs the plugin for its images; add \"reg.local:5000\" to matchImages".to_owned(),
             ]
         );
+    }
+
+    #[test]
+    fn our_providers_args_are_checked_by_binary_name() {
+        let provider = |name: &str, args: &[&str]| Config {
+            files: vec![],
+            directory: false,
+            providers: vec![Provider {
+                name: name.into(),
+                match_images: vec!["*.dkr.ecr.*.amazonaws.com".into()],
+                default_cache_duration: Some(crate::duration::GoDuration::from_secs(60)),
+                api_version: "credentialprovider.kubelet.k8s.io/v1".into(),
+                args: args.iter().map(|s| (*s).to_owned()).collect(),
+                env: vec![],
+                token_attributes: None,
+                source: Default::default(),
+            }],
+        };
+        let v = validate(
+            &provider(
+                "ecr-credential-provider",
+                &["get-credentials", "--strict-host"],
+            ),
+            None,
+        );
+        assert!(v.ok() && !v.valid());
+        assert_eq!(
+            v.arguments,
+            vec![Finding {
+                provider: Some("ecr-credential-provider".into()),
+                message: "args: unknown flag --strict-host (did you mean --strict-hosts?); ecr-credential-provider refuses its arguments and exits 2 on every exec".into(),
+            }]
+        );
+        assert_eq!(
+            v.kubelet_message(),
+            None,
+            "the kubelet itself takes any args"
+        );
+        let v = validate(
+            &provider(
+                "ecr-credential-provider",
+                &["get-credentials", "--strict-hosts"],
+            ),
+            None,
+        );
+        assert!(v.valid(), "{:?}", v.arguments);
+        // Someone else's plugin: its args are its own business.
+        let v = validate(&provider("my-plugin", &["--strict-host"]), None);
+        assert!(v.valid());
     }
 
     #[test]

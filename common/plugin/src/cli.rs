@@ -2,77 +2,135 @@
 //!
 //! Providers define their own clap parser and `#[command(flatten)]` [`CommonArgs`] into it, so the
 //! shared flags read the same everywhere. [`start`] first applies [`crate::hygiene`] (no core
-//! dumps, no ptrace by peers), then parses leniently (upstream plugins tolerate the klog flags
-//! kubelet configs pass), resolves [`Settings`] and starts logging; [`normalize_args`]
-//! rewrites the Go-flag spellings that kubelet configs copy from klog (`-v=4`) into what clap
-//! understands; a usage error is one line and exit 2.
+//! dumps, no ptrace by peers), then [`parse`]s the command line strictly, resolves [`Settings`]
+//! and starts logging; any problem is one line and exit 2, before the request is read.
+//!
+//! Parsing follows upstream's pflag (see [`kcp_kubelet::flags`]): a flag that is neither the
+//! provider's own (whatever its clap parser knows) nor one of the klog flags its upstream
+//! registers is refused, naming the closest known flag, because a typo such as `--strict-host`
+//! must not silently turn a safety check off. Go's spellings (`-name=value`, `--name value`,
+//! `-v 4`) are rewritten into one clap reads unambiguously, booleans never take the next word,
+//! and klog flags are dropped before clap sees them.
 
 use std::ffi::OsString;
+
+use kcp_kubelet::flags::{self, Flag, Kind, ProviderFlags};
 
 use crate::logging::Verbosity;
 use crate::runner::EXIT_USAGE;
 use crate::settings::{CommonArgs, Settings};
 
-/// Rewrites Go-flag spellings clap does not accept: `-v=N` → `--v=N`, `-v N` stays a count plus a
-/// positional (as in clap), `-deadline=…` → `--deadline=…`.
-pub fn normalize_args<I, T>(args: I) -> Vec<OsString>
-where
-    I: IntoIterator<Item = T>,
-    T: Into<OsString>,
-{
-    args.into_iter()
-        .map(Into::into)
-        .map(|arg| match arg.to_str() {
-            Some(s) if s.starts_with("-v=") || s.starts_with("-deadline=") => {
-                OsString::from(format!("-{s}"))
+/// Every flag `T`'s clap parser knows (aliases and clap's help and version included), in the
+/// form of [`kcp_kubelet::flags`]: what the binary accepts besides its upstream's klog flags.
+/// A value flag whose value may be left out (`num_args = 0..=1`) is a Go boolean.
+pub fn flags_of<T: clap::CommandFactory>() -> Vec<Flag> {
+    use clap::ArgAction;
+    let mut command = T::command();
+    command.build();
+    let mut flags = Vec::new();
+    for arg in command.get_arguments().filter(|a| !a.is_positional()) {
+        let kind = match arg.get_action() {
+            ArgAction::Count => Kind::Count,
+            ArgAction::Help | ArgAction::HelpShort | ArgAction::HelpLong | ArgAction::Version => {
+                Kind::Exit
             }
-            _ => arg,
-        })
-        .collect()
-}
-
-/// Parses `args` with `T`, dropping flags `T` does not know instead of failing, as upstream
-/// plugins tolerate klog flags that kubelet configs pass. Returns the dropped arguments so the
-/// caller can warn about them once logging is up. `--help`, `--version` and bad values of known
-/// flags still end the process as clap does.
-pub fn parse_lenient<T: clap::Parser>(
-    args: impl IntoIterator<Item = OsString>,
-) -> (T, Vec<String>) {
-    let mut args = normalize_args(args);
-    let mut dropped = Vec::new();
-    loop {
-        match T::try_parse_from(&args) {
-            Ok(parsed) => return (parsed, dropped),
-            Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument => {
-                let Some(clap::error::ContextValue::String(flag)) =
-                    e.get(clap::error::ContextKind::InvalidArg)
-                else {
-                    exit_on(e);
-                };
-                let flag = flag.split('=').next().unwrap_or(flag).to_owned();
-                // Skip argv[0]; drop the first argument spelled as the flag (with or without `=value`).
-                // A Go-style single-dash long flag (`-logtostderr`) reaches clap as the short `-l`.
-                let short = flag.len() == 2 && !flag.starts_with("--");
-                let Some(index) = args.iter().skip(1).position(|a| {
-                    a.to_str().is_some_and(|a| {
-                        a == flag
-                            || a.starts_with(&format!("{flag}="))
-                            || (short && a.starts_with(&flag) && !a.starts_with("--"))
-                    })
-                }) else {
-                    exit_on(e);
-                };
-                dropped.push(args.remove(index + 1).to_string_lossy().into_owned());
-            }
-            Err(e) => exit_on(e),
+            ArgAction::SetTrue | ArgAction::SetFalse => Kind::Bool,
+            _ if arg.get_num_args().is_some_and(|n| n.min_values() == 0) => Kind::Bool,
+            _ => Kind::Value,
+        };
+        flags.push(Flag {
+            long: arg.get_long().map(|l| l.to_owned().into()),
+            short: arg.get_short(),
+            kind,
+        });
+        for alias in arg.get_all_aliases().unwrap_or_default() {
+            flags.push(Flag {
+                long: Some(alias.to_owned().into()),
+                short: None,
+                kind,
+            });
+        }
+        for short in arg.get_all_short_aliases().unwrap_or_default() {
+            flags.push(Flag {
+                long: None,
+                short: Some(short),
+                kind,
+            });
         }
     }
+    flags
+}
+
+/// Where `T`'s parser and `spec`'s table disagree: the flags only the parser knows, then those
+/// only the table lists; both empty when they agree. The checker reads the tables in
+/// [`kcp_kubelet::flags`] without linking the providers, so each provider's unit tests assert
+/// this is empty.
+pub fn table_drift<T: clap::CommandFactory>(spec: &ProviderFlags) -> (Vec<Flag>, Vec<Flag>) {
+    let parser = flags_of::<T>();
+    let table = spec.known();
+    let mut only_parser: Vec<Flag> = parser
+        .iter()
+        .filter(|f| !table.contains(f))
+        .cloned()
+        .collect();
+    let mut only_table: Vec<Flag> = table
+        .iter()
+        .filter(|f| !parser.contains(f))
+        .cloned()
+        .collect();
+    only_parser.sort();
+    only_table.sort();
+    (only_parser, only_table)
+}
+
+/// Parses `args` (program name first) with `T` as [`kcp_kubelet::flags`] reads a command line:
+/// `T`'s own flags, `spec`'s klog flags (dropped), `spec`'s positional words. A refusal is a clap
+/// error of kind `UnknownArgument` or `InvalidValue` whose message is one line; `--help` and
+/// `--version` come back as clap's errors for them.
+pub fn parse<T: clap::Parser>(
+    args: impl IntoIterator<Item = OsString>,
+    spec: &ProviderFlags,
+) -> Result<T, clap::Error> {
+    use clap::error::ErrorKind;
+    let mut args = args.into_iter();
+    let program = args.next().unwrap_or_else(|| spec.binary.into());
+    // The kubelet passes a config's `args`, JSON or YAML strings: always UTF-8.
+    let words: Vec<String> = args
+        .enumerate()
+        .map(|(i, arg)| {
+            arg.into_string().map_err(|_| {
+                clap::Error::raw(
+                    ErrorKind::InvalidUtf8,
+                    format!("argument {} is not valid UTF-8", i + 1),
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let parsed = flags::parse(&flags_of::<T>(), spec.klog, spec.binary, &words);
+    if let Some(error) = parsed.errors.into_iter().next() {
+        return Err(clap::Error::raw(ErrorKind::UnknownArgument, error));
+    }
+    // `--help` and `--version` print whatever else is there.
+    if parsed.exits.is_empty() {
+        spec.positionals
+            .check(&parsed.positionals)
+            .map_err(|e| clap::Error::raw(ErrorKind::InvalidValue, e))?;
+    }
+    let mut clap_args: Vec<OsString> = Vec::with_capacity(words.len() + 2);
+    clap_args.push(program);
+    clap_args.extend(parsed.flags.into_iter().map(OsString::from));
+    if !parsed.positionals.is_empty() {
+        clap_args.push("--".into());
+        clap_args.extend(parsed.positionals.into_iter().map(OsString::from));
+    }
+    T::try_parse_from(clap_args)
 }
 
 /// Ends the process on a clap outcome: `--help` and `--version` print as clap does; a usage
-/// error (a bad flag value, a missing required flag) becomes one line on stderr and exit 2 like
-/// every other failure, because the kubelet appends stderr verbatim to its log and clap's own
-/// form spans several lines.
+/// error (an unknown flag, a bad value, a missing required flag) becomes one line on stderr and
+/// exit 2 like every other failure, because the kubelet appends stderr verbatim to its log and
+/// clap's own form spans several lines.
 fn exit_on(e: clap::Error) -> ! {
     use clap::error::ErrorKind;
     if matches!(
@@ -103,18 +161,19 @@ fn one_line_usage_error(rendered: &str) -> String {
 
 /// What every provider's `main` does first: make the process non-dumpable with no core file
 /// ([`crate::hygiene::apply`], before anything secret is read; a failure is one debug line, never
-/// fatal), parse `args` leniently (see [`parse_lenient`]), resolve the shared [`Settings`], start
-/// logging at the level they ask for, and warn once per ignored argument. A bad setting ends the
-/// process here with one line and [`EXIT_USAGE`], before any request is read. `positionals`
-/// returns the parser's free arguments; `get-credentials` (upstream's subcommand) among them is
-/// expected and not warned about.
+/// fatal), [`parse`] `args` against `T` and `spec` (the provider's table in
+/// [`kcp_kubelet::flags`], for its upstream's klog flags and its positional words), resolve the
+/// shared [`Settings`] and start logging at the level they ask for (they are the first debug
+/// line). A refused command line or a
+/// bad setting ends the process here with one line and [`EXIT_USAGE`], before any request is
+/// read.
 pub fn start<T: clap::Parser>(
     args: impl IntoIterator<Item = OsString>,
+    spec: &ProviderFlags,
     common: fn(&T) -> &CommonArgs,
-    positionals: fn(&T) -> &[String],
 ) -> (T, Settings) {
     let hygiene = crate::hygiene::apply();
-    let (cli, unknown) = parse_lenient::<T>(args);
+    let cli = parse::<T>(args, spec).unwrap_or_else(|e| exit_on(e));
     let settings = match Settings::resolve(common(&cli)) {
         Ok(settings) => settings,
         Err(e) => {
@@ -127,12 +186,12 @@ pub fn start<T: clap::Parser>(
     if let Err(e) = hygiene {
         tracing::debug!("{e}");
     }
-    let ignored = positionals(&cli)
-        .iter()
-        .filter(|a| a.as_str() != "get-credentials");
-    for arg in unknown.iter().chain(ignored) {
-        tracing::warn!("ignoring unknown argument {arg:?}");
-    }
+    tracing::debug!(
+        deadline = ?settings.deadline,
+        cache_jitter = settings.cache_jitter,
+        token_cache = ?settings.token_cache.as_ref().map(|c| c.dir().display().to_string()),
+        "settings resolved"
+    );
     (cli, settings)
 }
 
@@ -141,43 +200,110 @@ pub(crate) mod tests {
     use super::*;
     use clap::Parser;
     use kcp_kubelet::duration::GoDuration;
+    use kcp_kubelet::flags::Positionals;
 
     /// A provider's command line at its smallest: the shared flags and free arguments.
     #[derive(Debug, Parser)]
+    #[command(version)]
     pub(crate) struct Cli {
         #[command(flatten)]
         pub(crate) common: CommonArgs,
         pub(crate) rest: Vec<String>,
     }
 
+    /// [`Cli`]'s table: no flags of its own, klog's `--logtostderr`.
+    pub(crate) const SPEC: ProviderFlags = ProviderFlags {
+        binary: "p",
+        own: &[],
+        klog: &[Flag::long("logtostderr", Kind::Bool)],
+        positionals: Positionals::GetCredentials,
+    };
+
+    /// `args` after the program name, parsed as a provider does; the error as its one line.
+    pub(crate) fn parse_args(args: &[&str]) -> Result<Cli, String> {
+        parse::<Cli>(
+            std::iter::once("p")
+                .chain(args.iter().copied())
+                .map(OsString::from),
+            &SPEC,
+        )
+        .map_err(|e| one_line_usage_error(&e.render().to_string()))
+    }
+
     #[test]
-    fn lenient_parsing_drops_unknown_flags_and_keeps_known_ones() {
-        let args = [
-            "p",
+    fn known_flags_parse_and_klog_flags_are_dropped() {
+        let cli = parse_args(&[
             "get-credentials",
             "--logtostderr",
             "--v=4",
-            "-alsologtostderr=true",
+            "-logtostderr=true",
             "--deadline",
             "3s",
-        ];
-        let (cli, dropped) = parse_lenient::<Cli>(args.iter().map(OsString::from));
-        assert_eq!(
-            dropped,
-            vec![
-                "--logtostderr".to_owned(),
-                "-alsologtostderr=true".to_owned()
-            ]
-        );
-        assert_eq!(cli.rest, vec!["get-credentials".to_owned()]);
+            "--token-cache",
+            "get-credentials",
+        ])
+        .unwrap();
+        assert_eq!(cli.rest, vec!["get-credentials", "get-credentials"]);
         assert_eq!(cli.common.v, Some(4));
         assert_eq!(cli.common.deadline, Some(GoDuration::from_secs(3)));
+        assert_eq!(cli.common.token_cache, Some(true));
+    }
+
+    #[test]
+    fn unknown_flags_and_stray_words_are_refused_in_one_line() {
+        assert_eq!(
+            parse_args(&["--deadlin=3s"]).unwrap_err(),
+            "unknown flag --deadlin (did you mean --deadline?) (see --help)"
+        );
+        assert_eq!(
+            parse_args(&["get-credentials", "--token-cache", "false"]).unwrap_err(),
+            "unexpected argument \"false\" after --token-cache: a boolean flag takes its value as --token-cache=false (see --help)"
+        );
+        assert_eq!(
+            parse_args(&["get-credentials", "now"]).unwrap_err(),
+            "unexpected argument \"now\": this provider takes no arguments but get-credentials (see --help)"
+        );
+        assert_eq!(
+            parse::<Cli>(
+                [
+                    OsString::from("p"),
+                    OsString::from("x"),
+                    invalid_utf8_argument()
+                ],
+                &SPEC
+            )
+            .map_err(|e| one_line_usage_error(&e.render().to_string()))
+            .unwrap_err(),
+            "argument 2 is not valid UTF-8 (see --help)"
+        );
+    }
+
+    #[cfg(unix)]
+    fn invalid_utf8_argument() -> OsString {
+        use std::os::unix::ffi::OsStringExt;
+        OsString::from_vec(b"--x=\xff".to_vec())
+    }
+
+    #[cfg(windows)]
+    fn invalid_utf8_argument() -> OsString {
+        use std::os::windows::ffi::OsStringExt;
+        OsString::from_wide(&[0xD800])
+    }
+
+    #[test]
+    fn the_parser_knows_the_shared_flags() {
+        assert_eq!(table_drift::<Cli>(&SPEC), (vec![], vec![]));
+        const EXTRA: &[Flag] = &[Flag::long("extra", Kind::Value)];
+        let missing = ProviderFlags { own: EXTRA, ..SPEC };
+        assert_eq!(
+            table_drift::<Cli>(&missing),
+            (vec![], vec![Flag::long("extra", Kind::Value)])
+        );
     }
 
     #[test]
     fn usage_errors_are_one_line() {
-        let e = Cli::try_parse_from(["p", "--deadline=soon"]).unwrap_err();
-        let line = one_line_usage_error(&e.render().to_string());
+        let line = parse_args(&["--deadline=soon"]).unwrap_err();
         assert!(
             line.starts_with("invalid value 'soon' for '--deadline <DURATION>'"),
             "{line}"

@@ -4,7 +4,8 @@
 //! [`kcp_kubelet::Credentials`]. Everything else a plugin process needs lives here, one module per
 //! concern:
 //!
-//! - [`cli`]: the flags every provider shares, lenient Go-style parsing, one-line usage errors.
+//! - [`cli`]: strict Go-style parsing (the provider's own flags and its upstream's klog flags),
+//!   one-line usage errors.
 //! - [`settings`]: flags and environment resolved once into one value, before stdin is read.
 //! - [`hygiene`]: no core dumps and no ptrace by peers, from a provider's first line.
 //! - [`runner`]: stdin → provider → exactly one response on stdout, errors as one stderr line.

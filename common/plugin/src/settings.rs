@@ -20,7 +20,7 @@ use crate::token_cache::{self, TokenCache};
 /// Flags shared by every provider.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CommonArgs {
-    /// More log output on stderr; repeat for more (-vvvv = debug).
+    /// More log output on stderr; repeat for more (-vvvv = debug); -v N is --v=N.
     #[arg(short = 'v', action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
@@ -170,16 +170,11 @@ fn parse_bool(text: &str) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::normalize_args;
-    use crate::cli::tests::Cli;
-    use clap::Parser;
+    use crate::cli::tests::{Cli, parse_args};
     use tracing::level_filters::LevelFilter;
 
     fn parse(args: &[&str]) -> Cli {
-        Cli::try_parse_from(normalize_args(
-            std::iter::once("p").chain(args.iter().copied()),
-        ))
-        .unwrap()
+        parse_args(args).unwrap()
     }
 
     #[test]
@@ -188,8 +183,11 @@ mod tests {
         assert_eq!(level(&["--v=4"]), LevelFilter::DEBUG);
         assert_eq!(level(&["-v=2"]), LevelFilter::INFO);
         assert_eq!(level(&["--v", "6"]), LevelFilter::TRACE);
+        assert_eq!(level(&["-v", "4", "get-credentials"]), LevelFilter::DEBUG);
+        assert_eq!(level(&["-v4"]), LevelFilter::DEBUG);
         assert_eq!(level(&["-vvvv"]), LevelFilter::DEBUG);
         assert_eq!(level(&["-v"]), LevelFilter::INFO);
+        assert_eq!(level(&["-v", "get-credentials"]), LevelFilter::INFO);
     }
 
     #[test]
@@ -202,7 +200,7 @@ mod tests {
             deadline(&parse(&["-deadline=2s"]).common).unwrap(),
             Duration::from_secs(2)
         );
-        assert!(Cli::try_parse_from(["p", "--deadline=soon"]).is_err());
+        assert!(parse_args(&["--deadline=soon"]).is_err());
         assert!(deadline(&parse(&["--deadline=0s"]).common).is_err());
         assert_eq!(
             parse(&["get-credentials"]).rest,

@@ -11,7 +11,6 @@
 //!
 //! The command line lives here; everything else is the `acr_credential_provider` library.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -30,13 +29,9 @@ use kcp_plugin::settings::CommonArgs;
 #[derive(Debug, Parser)]
 #[command(name = "acr-credential-provider", version, about, long_about = None)]
 struct Cli {
-    /// The cloud config file (azure.json), JSON or YAML.
+    /// The cloud config file (azure.json), JSON or YAML: exactly one, as upstream.
     #[arg(value_name = "CONFIG_FILE")]
     config: Option<PathBuf>,
-
-    /// Extra positional arguments (refused: exactly one config file is expected).
-    #[arg(hide = true)]
-    extra: Vec<String>,
 
     /// Map a mirror host to a login server: SRC:DST[,SRC:DST] (or SRC=DST for a source with a
     /// port); repeatable. Images on SRC get DST's token, under both hosts.
@@ -71,54 +66,18 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     ib_ca_file: Option<PathBuf>,
 
-    /// klog flags upstream accepts (ignored).
-    #[arg(long, hide = true)]
-    vmodule: Option<String>,
-    #[arg(long, hide = true)]
-    log_flush_frequency: Option<String>,
-
     #[command(flatten)]
     common: CommonArgs,
 }
 
-/// pflag reads `-v 4` as `--v=4`; clap would read a count and a positional. Merge them.
-fn klog_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
-    let mut out: Vec<OsString> = Vec::new();
-    let mut args = args.into_iter().peekable();
-    while let Some(arg) = args.next() {
-        let is_level = |a: &OsString| {
-            a.to_str()
-                .is_some_and(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        };
-        if arg == "-v" && args.peek().is_some_and(is_level) {
-            let level = args.next().unwrap_or_default();
-            let mut merged = OsString::from("--v=");
-            merged.push(level);
-            out.push(merged);
-        } else {
-            out.push(arg);
-        }
-    }
-    out
-}
-
 fn main() -> ExitCode {
     kcp_plugin::http::install_crypto_provider();
+    // `start` refuses anything but exactly one positional word, the config file.
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(klog_args(std::env::args_os()), |c| &c.common, |_| &[]);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::ACR, |c| &c.common);
     let Some(config_path) = cli.config else {
-        return usage_error(
-            "config file is not specified: pass the cloud config file (usually /etc/kubernetes/azure.json) as the only argument in the kubelet's CredentialProviderConfig args",
-        );
+        return usage_error("config file is not specified");
     };
-    if !cli.extra.is_empty() {
-        return usage_error(&format!(
-            "expected exactly one argument (config file); got arguments: {:?}",
-            std::iter::once(config_path.display().to_string())
-                .chain(cli.extra.iter().cloned())
-                .collect::<Vec<_>>()
-        ));
-    }
     // Read once, before the request: a broken file is a configuration error (exit 2).
     let config = match AzureConfig::load(&config_path) {
         Ok(config) => config,
@@ -158,13 +117,22 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    fn parse(args: &[&str]) -> Cli {
-        kcp_plugin::cli::parse_lenient::<Cli>(klog_args(
+    fn parse(args: &[&str]) -> Result<Cli, String> {
+        kcp_plugin::cli::parse::<Cli>(
             std::iter::once("acr-credential-provider")
                 .chain(args.iter().copied())
-                .map(OsString::from),
-        ))
-        .0
+                .map(std::ffi::OsString::from),
+            &kcp_kubelet::flags::ACR,
+        )
+        .map_err(|e| e.to_string())
+    }
+
+    /// The checker reads `kcp_kubelet::flags::ACR`: a flag added to `Cli` goes there too.
+    #[test]
+    fn flag_table_matches_the_parser() {
+        let (only_parser, only_table) =
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::ACR);
+        assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 
     #[test]
@@ -172,7 +140,8 @@ mod tests {
         let cli = parse(&[
             "/etc/kubernetes/azure.json",
             "--registry-mirror=mcr.microsoft.com:xxx.azurecr.io",
-        ]);
+        ])
+        .unwrap();
         assert_eq!(
             cli.config,
             Some(PathBuf::from("/etc/kubernetes/azure.json"))
@@ -181,7 +150,6 @@ mod tests {
             cli.registry_mirror,
             vec!["mcr.microsoft.com:xxx.azurecr.io"]
         );
-        assert!(cli.extra.is_empty());
         let cli = parse(&[
             "c:\\k\\azure.json",
             "-r",
@@ -193,23 +161,30 @@ mod tests {
             "x=2",
             "--log-flush-frequency",
             "5s",
-        ]);
+        ])
+        .unwrap();
         assert_eq!(cli.registry_mirror.len(), 2);
         assert_eq!(cli.common.v, Some(4));
-        assert!(cli.extra.is_empty(), "{:?}", cli.extra);
-        let cli = parse(&["a.json", "b.json"]);
-        assert_eq!(cli.extra, vec!["b.json"]);
+        assert!(parse(&["a.json", "b.json"]).unwrap_err().contains(
+            "expected exactly one argument (config file); got arguments: [\"a.json\", \"b.json\"]"
+        ));
+        assert!(
+            parse(&[])
+                .unwrap_err()
+                .contains("config file is not specified")
+        );
         let cli = parse(&[
             "--ib-sni-name",
             "api.example.com",
             "--ib-apiserver-ip=10.0.0.1",
             "azure.json",
-        ]);
+        ])
+        .unwrap();
         assert_eq!(cli.ib_sni_name.as_deref(), Some("api.example.com"));
         assert_eq!(cli.config, Some(PathBuf::from("azure.json")));
         assert!(!cli.service_principal_passthrough);
-        assert!(
-            parse(&["azure.json", "--service-principal-passthrough"]).service_principal_passthrough
-        );
+        let cli = parse(&["--service-principal-passthrough", "azure.json"]).unwrap();
+        assert!(cli.service_principal_passthrough);
+        assert_eq!(cli.config, Some(PathBuf::from("azure.json")));
     }
 }

@@ -519,14 +519,7 @@ fn klog_flags_are_tolerated_and_version_prints() {
     let world = World::new();
     world
         .plugin(SP_CONFIG)
-        .args([
-            "--vmodule=x=4",
-            "--log-flush-frequency",
-            "5s",
-            "--logtostderr",
-            "-v",
-            "2",
-        ])
+        .args(["--vmodule=x=4", "--log-flush-frequency", "5s", "-v", "2"])
         .request(ApiVersion::V1, "myreg.azurecr.io/app")
         .accepted();
     let out = std::process::Command::new(kcp_testkit::binary_under_test(BIN))

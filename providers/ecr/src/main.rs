@@ -84,14 +84,14 @@ struct Cli {
     #[command(flatten)]
     common: CommonArgs,
 
-    /// Positional arguments such as `get-credentials` (accepted and ignored, as upstream).
+    /// `get-credentials`, as configs pass it (ignored, as upstream); any other word is refused.
     #[arg(hide = true)]
     rest: Vec<String>,
 }
 
 fn main() -> ExitCode {
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::ECR, |c| &c.common);
     // Checked before the request is read: a bad mapping fails every run alike (exit 2).
     let configured = routing::mirrors(&cli.registry_mirror).and_then(|mirrors| {
         let roles =
@@ -121,4 +121,17 @@ fn main() -> ExitCode {
         |request| provider.answer_from_cache(request),
         async |request, deadline| provider.credentials(request, deadline).await,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checker reads `kcp_kubelet::flags::ECR`: a flag added to `Cli` goes there too.
+    #[test]
+    fn flag_table_matches_the_parser() {
+        let (only_parser, only_table) =
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::ECR);
+        assert_eq!((only_parser, only_table), (vec![], vec![]));
+    }
 }

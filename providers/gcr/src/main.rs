@@ -97,14 +97,14 @@ struct Cli {
     #[command(flatten)]
     common: CommonArgs,
 
-    /// Positional arguments: `get-credentials` (optional, as upstream's subcommand).
+    /// `get-credentials` (optional, as upstream's subcommand); any other word is refused.
     #[arg(hide = true)]
     rest: Vec<String>,
 }
 
 fn main() -> ExitCode {
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::GCR, |c| &c.common);
     match build(cli, &settings) {
         Ok(provider) => kcp_plugin::runner::run_with_fast_path(
             &settings,
@@ -227,6 +227,14 @@ fn cache_duration(value: Option<&str>) -> Result<Option<GoDuration>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checker reads `kcp_kubelet::flags::GCR`: a flag added to `Cli` goes there too.
+    #[test]
+    fn flag_table_matches_the_parser() {
+        let (only_parser, only_table) =
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::GCR);
+        assert_eq!((only_parser, only_table), (vec![], vec![]));
+    }
 
     #[test]
     fn cache_environment() {

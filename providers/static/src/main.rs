@@ -45,7 +45,8 @@ struct Cli {
     #[command(flatten)]
     common: CommonArgs,
 
-    /// Extra positional arguments (such as `get-credentials`) are accepted and ignored.
+    /// `get-credentials`, as configs of other providers pass it (ignored); any other word is
+    /// refused.
     #[arg(hide = true)]
     rest: Vec<String>,
 }
@@ -96,7 +97,9 @@ fn read_password(path: &Path) -> anyhow::Result<Secret> {
 
 fn main() -> ExitCode {
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), |c| &c.common, |c| &c.rest);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::STATIC, |c| {
+            &c.common
+        });
     let provider = StaticProvider {
         registries: cli.registry,
         username: cli.username,
@@ -110,4 +113,17 @@ fn main() -> ExitCode {
         |request| provider.answer(request).ok(),
         async |request, _| provider.answer(request),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checker reads `kcp_kubelet::flags::STATIC`: a flag added to `Cli` goes there too.
+    #[test]
+    fn flag_table_matches_the_parser() {
+        let (only_parser, only_table) =
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::STATIC);
+        assert_eq!((only_parser, only_table), (vec![], vec![]));
+    }
 }

@@ -3,24 +3,11 @@
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
+mod support;
+
 use kcp_kubelet::ApiVersion;
 use kcp_testkit::{Plugin, TempDir, bad_input};
-
-const PASSWORD: &str = "s3cr3t-robot-password";
-
-fn plugin(dir: &TempDir) -> Plugin {
-    let file = dir.path().join("password");
-    std::fs::write(&file, format!("{PASSWORD}\n")).unwrap();
-    Plugin::new(env!("CARGO_BIN_EXE_static-credential-provider"))
-        .secret(PASSWORD)
-        .args([
-            "get-credentials".to_owned(),
-            "--registry=*.example.com,reg.example.org:5000".to_owned(),
-            "--username=robot".to_owned(),
-            format!("--password-file={}", file.display()),
-            "--cache-duration=30m".to_owned(),
-        ])
-}
+use support::{PASSWORD, plugin};
 
 #[test]
 fn answers_every_api_version_in_that_version() {

@@ -10,6 +10,7 @@ mod bad_input;
 mod cli;
 mod dockercfg;
 mod faults;
+mod flags;
 mod keyfile;
 mod metadata;
 mod support;
