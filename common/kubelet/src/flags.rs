@@ -194,10 +194,14 @@ pub const ECR: ProviderFlags = ProviderFlags {
     binary: "ecr-credential-provider",
     own: &[
         Flag::long("strict-hosts", Kind::Bool),
+        Flag::long("role-annotation-key", Kind::Value),
+        // The flag's earlier name, kept as an alias.
         Flag::long("role-arn-annotation", Kind::Value),
         Flag::both("registry-mirror", 'r', Kind::Value),
         Flag::long("assume-role", Kind::Value),
         Flag::long("assume-role-external-id", Kind::Value),
+        Flag::long("eks-pod-identity-cluster", Kind::Value),
+        Flag::long("eks-pod-identity-region", Kind::Value),
     ],
     klog: &[],
     positionals: Positionals::GetCredentials,
