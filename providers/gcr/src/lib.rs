@@ -288,6 +288,14 @@ pub mod fuzz {
                     object.remove("private_key");
                     strings_of(&Value::Object(object), &mut others);
                 }
+                // A refused URL is quoted as the URL parser read it: tabs and line breaks dropped
+                // and the host lowercased, which can join two lines of key text pasted into it.
+                let parsed: Vec<String> = others
+                    .iter()
+                    .map(|o| o.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect())
+                    .collect();
+                others.extend(parsed.iter().map(|o| o.to_lowercase()));
+                others.extend(parsed);
                 let secret_parts = std::iter::once(private_key.trim())
                     .chain(private_key.lines().map(str::trim))
                     .filter(|part| part.len() >= 16 && !part.contains("-----"))
