@@ -83,7 +83,8 @@ pub fn table_drift<T: clap::CommandFactory>(spec: &ProviderFlags) -> (Vec<Flag>,
     (only_parser, only_table)
 }
 
-/// Parses `args` (program name first) with `T` as [`kcp_kubelet::flags`] reads a command line:
+/// Parses `args` (program name first) with `T` as [`kcp_kubelet::flags`] reads a command line, by
+/// `spec`'s table (equal to `T`'s parser, as each provider's [`table_drift`] test proves):
 /// `T`'s own flags, `spec`'s klog flags (dropped), `spec`'s positional words. A refusal is a clap
 /// error of kind `UnknownArgument` or `InvalidValue` whose message is one line; `--help` and
 /// `--version` come back as clap's errors for them.
@@ -107,7 +108,9 @@ pub fn parse<T: clap::Parser>(
         })
         .collect::<Result<_, _>>()?;
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
-    let parsed = flags::parse(&flags_of::<T>(), spec.klog, spec.binary, &words);
+    // The table, not `flags_of::<T>()`: the same flags (each provider's `table_drift` test proves
+    // it) without building clap's command an extra time in every exec.
+    let parsed = flags::parse(&spec.known(), spec.klog, spec.binary, &words);
     if let Some(error) = parsed.errors.into_iter().next() {
         return Err(clap::Error::raw(ErrorKind::UnknownArgument, error));
     }

@@ -64,7 +64,8 @@ struct Cli {
 
     /// EKS Pod Identity: with a service-account token and no role annotation, exchange the token
     /// with EKS Auth AssumeRoleForPodIdentity for this cluster (signed with the node's
-    /// credentials) and pull as the associated role.
+    /// credentials) and pull as the associated role; without an association, pull as without
+    /// this flag.
     #[arg(
         long = "eks-pod-identity-cluster",
         env = "ECR_EKS_POD_IDENTITY_CLUSTER",

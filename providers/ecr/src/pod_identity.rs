@@ -14,6 +14,38 @@ use crate::aws;
 /// The environment name of EKS Auth's endpoint variable (`AWS_ENDPOINT_URL_EKS_AUTH`).
 pub const SERVICE_ENV: &str = "EKS_AUTH";
 
+/// The longest `cacheDuration` of an answer given because the ServiceAccount has no Pod Identity
+/// association. With `cacheType: ServiceAccount` the kubelet keeps that answer for the whole
+/// ServiceAccount: uncapped (half the node's twelve-hour ECR token), an association made later
+/// would go unused for up to six hours. Ten minutes bounds that wait while a busy ServiceAccount
+/// still costs at most one EKS Auth call per node every ten minutes.
+pub const FALLBACK_CACHE: std::time::Duration = std::time::Duration::from_secs(10 * 60);
+
+/// EKS Auth answered `ResourceNotFoundException`: the cluster has no Pod Identity association for
+/// the pod's ServiceAccount, so the request goes on down the precedence as without Pod Identity.
+/// Carried as an error out of the fetch so the caller can tell it from a failure.
+#[derive(Debug)]
+pub struct NoAssociation {
+    /// `namespace/name` from the token's claims.
+    pub service_account: String,
+    /// The cluster asked.
+    pub cluster: String,
+    /// The region EKS Auth was called in.
+    pub region: String,
+}
+
+impl std::fmt::Display for NoAssociation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "EKS Pod Identity: no association for service account {} in cluster {} (EKS Auth in region {}; a wrong cluster name or region may answer the same)",
+            self.service_account, self.cluster, self.region
+        )
+    }
+}
+
+impl std::error::Error for NoAssociation {}
+
 /// `--eks-pod-identity-cluster` and `--eks-pod-identity-region`, checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodIdentity {
@@ -86,6 +118,7 @@ fn service_account(token: &Secret) -> String {
 /// Calls `AssumeRoleForPodIdentity` for the cluster with the pod's `token`, signed with the
 /// node's credentials from `config` (its region, unless the cluster's is given, and its FIPS
 /// setting choose the endpoint), and returns the associated role's credentials with their expiry.
+/// `ResourceNotFoundException` is a [`NoAssociation`] error, every other failure one line.
 pub async fn assume_role(
     target: &PodIdentity,
     token: &Secret,
@@ -113,7 +146,17 @@ pub async fn assume_role(
         .token(token.expose())
         .send()
         .await
-        .map_err(|e| anyhow!(describe(&e, cluster, &region, fips, token)))?;
+        .map_err(|e| {
+            if is_no_association(&e) {
+                anyhow::Error::new(NoAssociation {
+                    service_account: service_account(token),
+                    cluster: cluster.to_owned(),
+                    region: region.clone(),
+                })
+            } else {
+                anyhow!(describe(&e, cluster, &region, fips, token))
+            }
+        })?;
     let c = out.credentials().ok_or_else(|| {
         anyhow!(
             "EKS Pod Identity: AssumeRoleForPodIdentity for cluster {cluster} (region {region}) returned no credentials"
@@ -132,6 +175,15 @@ pub async fn assume_role(
         expiry,
         "AssumeRoleForPodIdentity",
     ))
+}
+
+/// Whether EKS Auth said the service account has no association (not a failure: the caller falls
+/// back).
+fn is_no_association<E>(error: &SdkError<E, aws_smithy_runtime_api::http::Response>) -> bool
+where
+    E: ProvideErrorMetadata,
+{
+    matches!(error, SdkError::ServiceError(s) if s.err().code() == Some("ResourceNotFoundException"))
 }
 
 /// One line naming EKS Pod Identity, the exception and what to check; never the token.
@@ -157,10 +209,6 @@ where
     let code = err.code().unwrap_or("unknown error");
     let message = err.message().unwrap_or("no message");
     let hint = match code {
-        "ResourceNotFoundException" => format!(
-            "no Pod Identity association for service account {} in this cluster: create one (aws eks create-pod-identity-association), annotate the ServiceAccount with a role, or check the cluster name and that the cluster is in region {region}",
-            service_account(token)
-        ),
         "InvalidTokenException" | "ExpiredTokenException" => format!(
             "the service-account token of {} was refused: the kubelet config's tokenAttributes.serviceAccountTokenAudience must be pods.eks.amazonaws.com, and the token must come from this cluster and be unexpired (node clock)",
             service_account(token)

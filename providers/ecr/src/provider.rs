@@ -9,6 +9,7 @@ use aws_sdk_ecr::error::{ProvideErrorMetadata, SdkError};
 use aws_smithy_runtime_api::http::Response as HttpResponse;
 use base64::Engine;
 use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::logging::error_chain;
@@ -16,7 +17,7 @@ use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};
-use crate::pod_identity::{self, PodIdentity};
+use crate::pod_identity::{self, NoAssociation, PodIdentity};
 use crate::routing::{EcrMirror, RoleArn, Roles};
 
 /// ECR Public's API lives in us-east-1 only (for the `aws` partition).
@@ -111,6 +112,28 @@ enum Principal {
     PodIdentity(PodIdentity),
 }
 
+impl Principal {
+    /// Whose credentials these are, for the fallback's log line (where a web identity can only
+    /// come from [`ROLE_ARN_ENV`]: an annotation would have come before Pod Identity).
+    fn describe(&self) -> String {
+        match self {
+            Principal::Node => "the node's credentials".to_owned(),
+            Principal::WebIdentity(role) => {
+                format!("role {role} with the service-account token ({ROLE_ARN_ENV})")
+            }
+            Principal::NodeAssumes(role) => {
+                format!(
+                    "role {} with the node's credentials (--assume-role)",
+                    role.arn
+                )
+            }
+            Principal::PodIdentity(target) => {
+                format!("the EKS Pod Identity role (cluster {})", target.cluster)
+            }
+        }
+    }
+}
+
 /// What a request needs, decided without any network: the registry (after mirrors), its
 /// endpoints, whose credentials ask, and the cache key. Shared by the cache look before any async
 /// runtime exists ([`EcrProvider::answer_from_cache`]) and the fetch.
@@ -121,6 +144,9 @@ struct Plan<'a> {
     service_env: &'static str,
     principal: Principal,
     key: Option<CacheKey>,
+    /// Chosen because EKS Auth found no Pod Identity association for the ServiceAccount: the
+    /// answer's `cacheDuration` is capped at [`pod_identity::FALLBACK_CACHE`].
+    no_association: bool,
 }
 
 impl EcrProvider {
@@ -130,9 +156,37 @@ impl EcrProvider {
         request: &CredentialProviderRequest,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let plan = self.plan(request)?;
+        let plan = self.plan(request, true)?;
         log_plan(self, request, &plan);
-        let (token, source) = token_cache::get_or_fetch(
+        let (plan, (token, source)) = match self.get_or_fetch(request, &plan, deadline).await {
+            Ok(fetched) => (plan, fetched),
+            Err(e) => {
+                let Some(none) = e.downcast_ref::<NoAssociation>() else {
+                    return Err(e);
+                };
+                // No association is no role for this ServiceAccount: the precedence goes on as
+                // without Pod Identity (upstream uses the node when a token comes with no role).
+                let fallback = self.plan(request, false)?;
+                tracing::info!(
+                    "{none}; pulling with {} instead, answer cached for at most {}",
+                    fallback.principal.describe(),
+                    GoDuration::from_std(pod_identity::FALLBACK_CACHE)
+                );
+                let fetched = self.get_or_fetch(request, &fallback, deadline).await?;
+                (fallback, fetched)
+            }
+        };
+        Ok(self.answer(request, &plan, token, source))
+    }
+
+    /// The token for `plan`, from the token cache or fetched (and then stored).
+    async fn get_or_fetch(
+        &self,
+        request: &CredentialProviderRequest,
+        plan: &Plan<'_>,
+        deadline: Deadline,
+    ) -> anyhow::Result<(RegistryToken, token_cache::Source)> {
+        token_cache::get_or_fetch(
             self.token_cache.as_ref(),
             plan.key.as_ref(),
             deadline,
@@ -148,8 +202,7 @@ impl EcrProvider {
                 .await
             },
         )
-        .await?;
-        Ok(self.answer(request, &plan, token, source))
+        .await
     }
 
     /// Answers `request` from the token cache alone, or `None` (no cache, a miss, or a request
@@ -157,7 +210,7 @@ impl EcrProvider {
     /// config or HTTP client exists.
     pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
         let cache = self.token_cache.as_ref()?;
-        let plan = self.plan(request).ok()?;
+        let plan = self.plan(request, true).ok()?;
         let token = cache.get(plan.key.as_ref()?)?;
         log_plan(self, request, &plan);
         Some(self.answer(request, &plan, token, token_cache::Source::Cache))
@@ -165,7 +218,12 @@ impl EcrProvider {
 
     /// Every check and choice that needs no network: mirrors, host class, strict refusal, the
     /// principal and the cache key. Logs nothing (the cache look and the fetch both call it).
-    fn plan<'a>(&'a self, request: &CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
+    /// `pod_identity: false` plans the fallback after EKS Auth found no association.
+    fn plan<'a>(
+        &'a self,
+        request: &CredentialProviderRequest,
+        pod_identity: bool,
+    ) -> anyhow::Result<Plan<'a>> {
         let registry = request.image_ref.registry();
         // A mirror source is matched as written, port included, before the host is classified:
         // the mapping is what the operator asked for, even for a host that looks like ECR.
@@ -206,7 +264,9 @@ impl EcrProvider {
         } else {
             "ECR"
         };
-        let principal = self.principal(request, &kind).map_err(|e| anyhow!(e))?;
+        let principal = self
+            .principal(request, &kind, pod_identity)
+            .map_err(|e| anyhow!(e))?;
         let key = cache_key(
             &kind,
             &principal,
@@ -220,6 +280,7 @@ impl EcrProvider {
             service_env,
             principal,
             key,
+            no_association: !pod_identity,
         })
     }
 
@@ -232,9 +293,12 @@ impl EcrProvider {
         source: token_cache::Source,
     ) -> Credentials {
         let registry = request.image_ref.registry();
-        let cache_duration = self
+        let mut cache_duration = self
             .cache_policy
             .cache_duration(token.expires_at, token.obtained_at);
+        if plan.no_association {
+            cache_duration = cache_duration.min(GoDuration::from_std(pod_identity::FALLBACK_CACHE));
+        }
         tracing::info!(registry, %cache_duration, ?source, "ECR token ready");
         let auth = AuthConfig::new(token.username, token.password);
         let mut credentials = Credentials::single(
@@ -371,14 +435,15 @@ impl EcrProvider {
 
     /// Whose credentials get the token, first that applies: the role a service-account
     /// annotation names (with the pod's token); with `--eks-pod-identity-cluster`, the pod's
-    /// Pod Identity association (with the pod's token); the `--assume-role` role of the private
-    /// registry's account (with the node's credentials); in service-account mode
-    /// [`ROLE_ARN_ENV`]; else the node. An `--assume-role` of another partition than the
-    /// registry's is an error, before any call.
+    /// Pod Identity association (with the pod's token), unless `pod_identity` is false (EKS Auth
+    /// found none); the `--assume-role` role of the private registry's account (with the node's
+    /// credentials); in service-account mode [`ROLE_ARN_ENV`]; else the node. An `--assume-role`
+    /// of another partition than the registry's is an error, before any call.
     fn principal(
         &self,
         request: &CredentialProviderRequest,
         kind: &RegistryKind,
+        pod_identity: bool,
     ) -> Result<Principal, String> {
         let sa_mode = request.service_account_token.is_some();
         if sa_mode {
@@ -391,7 +456,7 @@ impl EcrProvider {
             if let Some(role_arn) = from_annotation {
                 return Ok(Principal::WebIdentity(role_arn.trim().to_owned()));
             }
-            if let Some(target) = &self.pod_identity {
+            if let Some(target) = self.pod_identity.as_ref().filter(|_| pod_identity) {
                 return Ok(Principal::PodIdentity(target.clone()));
             }
         }
@@ -675,7 +740,6 @@ fn log_plan(provider: &EcrProvider, request: &CredentialProviderRequest, plan: &
 mod tests {
     use super::*;
     use aws_smithy_types::DateTime;
-    use kcp_kubelet::duration::GoDuration;
 
     /// 2027-01-15T08:00:00Z.
     fn now() -> SystemTime {

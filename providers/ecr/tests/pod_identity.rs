@@ -1,8 +1,9 @@
 //! EKS Pod Identity (`--eks-pod-identity-cluster`) against scripted fakes of EKS Auth, STS and
 //! ECR: the exact AssumeRoleForPodIdentity request and its signature, GetAuthorizationToken
-//! signed with the returned key, `cacheDuration` capped by the returned expiration, one line per
-//! EKS Auth exception, nothing sent without a service-account token, the precedence of every
-//! role source, the token cache's key, and no secret on stderr at the highest verbosity.
+//! signed with the returned key, `cacheDuration` capped by the returned expiration, the fallback
+//! when a ServiceAccount has no association, one line per other EKS Auth exception, nothing sent
+//! without a service-account token, the precedence of every role source, the token cache's key,
+//! and no secret on stderr at the highest verbosity.
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -48,6 +49,14 @@ impl Aws {
     fn ok() -> Aws {
         Aws::start(
             eks_auth_credentials("ASIAPODIDENTITY", unix_now() + 3600),
+            unix_now() + 3600,
+        )
+    }
+
+    /// EKS Auth finds no association for any service account.
+    fn no_association() -> Aws {
+        Aws::start(
+            eks_auth_error(404, "ResourceNotFoundException"),
             unix_now() + 3600,
         )
     }
@@ -178,14 +187,93 @@ fn without_a_service_account_token_the_flag_changes_nothing() {
     assert_eq!(aws.ecr_key(), "AKIDTESTSTATIC");
 }
 
+/// The longest `cacheDuration` after a ResourceNotFoundException (docs/providers/ecr.md "EKS Pod
+/// Identity").
+const FALLBACK_CACHE: GoDuration = GoDuration::from_secs(10 * 60);
+
+/// No association (ResourceNotFoundException): the pull goes on as the node, with a short
+/// `cacheDuration` so an association made later is seen soon; one info line at `--v=2` names the
+/// ServiceAccount, nothing at the default level. Before, this was an error (exit 1).
+#[test]
+fn without_an_association_the_node_pulls_for_ten_minutes_at_most() {
+    let token = pod_token("puller", "uid-1");
+    for verbosity in ["--v=0", "--v=2"] {
+        let aws = Aws::no_association();
+        let out = aws
+            .plugin()
+            .args([flag(), verbosity.to_owned()])
+            .request_with_token(ApiVersion::V1, PRIVATE_HOST, Some(&token), &BTreeMap::new());
+        let ok = out.accepted();
+        assert_eq!(ok.auth[PRIVATE_HOST].1, "pod-identity-pull", "{verbosity}");
+        let d = ok.cache_duration.unwrap();
+        assert!(
+            d > GoDuration::ZERO && d <= FALLBACK_CACHE,
+            "{verbosity}: {d}"
+        );
+        assert_eq!(
+            aws.eks.requests().len(),
+            1,
+            "{verbosity}: one EKS Auth call"
+        );
+        assert!(aws.sts.requests().is_empty(), "{verbosity}");
+        assert_eq!(aws.ecr.requests().len(), 1, "{verbosity}");
+        assert_eq!(
+            aws.ecr_key(),
+            "AKIDTESTSTATIC",
+            "{verbosity}: the node's key"
+        );
+
+        let stderr = out.stderr();
+        if verbosity == "--v=0" {
+            assert_eq!(stderr, "", "nothing at the default level");
+            continue;
+        }
+        let lines: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("no association"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{stderr}");
+        let line = lines[0];
+        assert!(
+            line.contains(" INFO ")
+                && line.contains("service account team/puller")
+                && line.contains(&format!("cluster {CLUSTER}"))
+                && line.contains("pulling with the node's credentials")
+                && line.contains("at most 10m0s"),
+            "{line}"
+        );
+        assert!(!stderr.contains(&token), "the token is on stderr");
+    }
+}
+
+/// The fallback's token is the node's, so it comes from and goes to the node's cache entry; its
+/// `cacheDuration` is capped even when it comes from the disk cache.
+#[test]
+fn the_fallback_shares_the_nodes_token_cache_entry() {
+    let aws = Aws::no_association();
+    let dir = TempDir::new("ecr-pod-identity-fallback");
+    let cache = format!("--token-cache-dir={}", dir.path().join("cache").display());
+    let p = aws.plugin().args([flag(), cache]);
+    let none = BTreeMap::new();
+    let token = pod_token("coredns", "uid-3");
+    // A static pod (no token) fills the node's entry; the fallback then reads it, twice.
+    let node = p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
+    assert!(node.cache_duration.unwrap() > FALLBACK_CACHE);
+    for _ in 0..2 {
+        let ok = p
+            .request_with_token(ApiVersion::V1, PRIVATE_HOST, Some(&token), &none)
+            .accepted();
+        let d = ok.cache_duration.unwrap();
+        assert!(d > GoDuration::ZERO && d <= FALLBACK_CACHE, "{d}");
+    }
+    // EKS Auth is asked each time (an association may have been made since), ECR once.
+    assert_eq!((aws.eks.requests().len(), aws.ecr.requests().len()), (2, 1));
+    cache_entries(&dir.path().join("cache"), 1);
+}
+
 #[test]
 fn each_eks_auth_exception_is_one_line_naming_pod_identity() {
-    let cases: [(u16, &str, &str); 4] = [
-        (
-            404,
-            "ResourceNotFoundException",
-            "no Pod Identity association for service account team/puller",
-        ),
+    let cases: [(u16, &str, &str); 3] = [
         (
             401,
             "InvalidTokenException",
@@ -239,6 +327,8 @@ fn precedence_of_the_role_sources() {
         token: bool,
         annotations: &'a BTreeMap<String, String>,
         pod_identity: bool,
+        /// EKS Auth knows an association for the ServiceAccount (else ResourceNotFoundException).
+        associated: bool,
         assume_role: bool,
         env_role: bool,
         /// (EKS Auth calls, STS action, ECR signing key)
@@ -250,6 +340,7 @@ fn precedence_of_the_role_sources() {
             token: true,
             annotations: &annotated,
             pod_identity: true,
+            associated: true,
             assume_role: true,
             env_role: true,
             want: (0, Some("AssumeRoleWithWebIdentity"), "ASIAWEBIDENTITY"),
@@ -259,15 +350,47 @@ fn precedence_of_the_role_sources() {
             token: true,
             annotations: &plain,
             pod_identity: true,
+            associated: true,
             assume_role: true,
             env_role: true,
             want: (1, None, "ASIAPODIDENTITY"),
+        },
+        Row {
+            what: "no association: --assume-role",
+            token: true,
+            annotations: &plain,
+            pod_identity: true,
+            associated: false,
+            assume_role: true,
+            env_role: true,
+            want: (1, Some("AssumeRole"), "ASIANODEASSUMED"),
+        },
+        Row {
+            what: "no association, no --assume-role: AWS_ECR_ROLE_ARN",
+            token: true,
+            annotations: &plain,
+            pod_identity: true,
+            associated: false,
+            assume_role: false,
+            env_role: true,
+            want: (1, Some("AssumeRoleWithWebIdentity"), "ASIAWEBIDENTITY"),
+        },
+        Row {
+            what: "no association and no role: the node",
+            token: true,
+            annotations: &plain,
+            pod_identity: true,
+            associated: false,
+            assume_role: false,
+            env_role: false,
+            want: (1, None, "AKIDTESTSTATIC"),
         },
         Row {
             what: "without Pod Identity, --assume-role",
             token: true,
             annotations: &plain,
             pod_identity: false,
+            associated: true,
             assume_role: true,
             env_role: true,
             want: (0, Some("AssumeRole"), "ASIANODEASSUMED"),
@@ -277,6 +400,7 @@ fn precedence_of_the_role_sources() {
             token: true,
             annotations: &plain,
             pod_identity: false,
+            associated: true,
             assume_role: false,
             env_role: true,
             want: (0, Some("AssumeRoleWithWebIdentity"), "ASIAWEBIDENTITY"),
@@ -286,6 +410,7 @@ fn precedence_of_the_role_sources() {
             token: true,
             annotations: &plain,
             pod_identity: false,
+            associated: true,
             assume_role: false,
             env_role: false,
             want: (0, None, "AKIDTESTSTATIC"),
@@ -295,6 +420,7 @@ fn precedence_of_the_role_sources() {
             token: false,
             annotations: &plain,
             pod_identity: true,
+            associated: true,
             assume_role: true,
             env_role: true,
             want: (0, Some("AssumeRole"), "ASIANODEASSUMED"),
@@ -304,13 +430,18 @@ fn precedence_of_the_role_sources() {
             token: false,
             annotations: &plain,
             pod_identity: true,
+            associated: true,
             assume_role: false,
             env_role: true,
             want: (0, None, "AKIDTESTSTATIC"),
         },
     ];
     for row in rows {
-        let aws = Aws::ok();
+        let aws = if row.associated {
+            Aws::ok()
+        } else {
+            Aws::no_association()
+        };
         let mut p = aws.plugin();
         if row.pod_identity {
             p = p.args([flag()]);
