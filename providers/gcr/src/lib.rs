@@ -292,7 +292,11 @@ pub mod fuzz {
                 // and the host lowercased, which can join two lines of key text pasted into it.
                 let parsed: Vec<String> = others
                     .iter()
-                    .map(|o| o.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect())
+                    .map(|o| {
+                        o.chars()
+                            .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+                            .collect()
+                    })
                     .collect();
                 others.extend(parsed.iter().map(|o| o.to_lowercase()));
                 others.extend(parsed);
