@@ -415,6 +415,7 @@ pub mod cache;
 pub mod configs;
 pub mod fake;
 pub mod faults;
+pub mod metrics;
 pub mod flags;
 pub mod fuzz_bodies;
 pub mod fuzz_smoke;
