@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-/// The series of a metrics file, `name{labels}` → value, comments left out. The timestamp
-/// gauges' values are replaced by `T` (they are the clock's), so whole maps compare exactly.
+/// The series of a metrics file, `name{labels}` → value, comments left out. The last-success
+/// times are replaced by `T` (they are the clock's), so whole maps compare exactly.
 pub fn series(path: &Path) -> BTreeMap<String, String> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("reading the metrics file {}: {e}", path.display()));
@@ -15,7 +15,7 @@ pub fn series(path: &Path) -> BTreeMap<String, String> {
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .map(|l| {
             let (key, value) = l.rsplit_once(' ').expect("a sample line has a value");
-            let value = if key.contains("_timestamp_seconds") {
+            let value = if key.starts_with("credential_provider_last_success_timestamp_seconds") {
                 assert!(value.parse::<u64>().is_ok(), "{l}");
                 "T"
             } else {
