@@ -47,7 +47,8 @@ pub const MAX_REGISTRIES: usize = 256;
 /// The longest a run waits for another exec's write before it skips its own.
 pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 /// The first line of every file we write: a file without it is someone else's.
-pub const MARKER: &str = "# kubelet credential provider metrics (kcp-plugin); rewritten by each exec, do not edit";
+pub const MARKER: &str =
+    "# kubelet credential provider metrics (kcp-plugin); rewritten by each exec, do not edit";
 /// Upper bounds (seconds) of the fetch-duration histogram's buckets, `+Inf` aside.
 pub const BUCKETS: &[f64] = &[0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 /// How often a waiting exec tries the lock again.
@@ -171,9 +172,15 @@ impl ErrorClass {
         if lower.contains("deadline") || lower.contains("timed out") {
             return ErrorClass::Deadline;
         }
-        if ["dns error", "connection", "connect error", "dispatch failure", "tls"]
-            .iter()
-            .any(|w| lower.contains(w))
+        if [
+            "dns error",
+            "connection",
+            "connect error",
+            "dispatch failure",
+            "tls",
+        ]
+        .iter()
+        .any(|w| lower.contains(w))
         {
             return ErrorClass::Network;
         }
@@ -516,7 +523,11 @@ impl Metrics {
                 .map(|(_, v)| v.clone())
                 .ok_or_else(|| format!("{name} without a {key} label"))
         };
-        let count = || value.parse::<u64>().map_err(|_| format!("bad count {value:?}"));
+        let count = || {
+            value
+                .parse::<u64>()
+                .map_err(|_| format!("bad count {value:?}"))
+        };
         let seconds = || {
             value
                 .parse::<i64>()
@@ -530,7 +541,8 @@ impl Metrics {
                     .insert((provider, label("outcome")?, class), count()?);
             }
             EXPIRY => {
-                self.expiry.insert((provider, label("registry")?), seconds()?);
+                self.expiry
+                    .insert((provider, label("registry")?), seconds()?);
             }
             LAST_SUCCESS => {
                 self.last_success.insert(provider, seconds()?);
@@ -588,8 +600,11 @@ fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: &str) {
     let _ = writeln!(out, "}} {value}");
 }
 
+/// A sample line's name, labels (values unescaped) and value.
+type Sample = (String, Vec<(String, String)>, String);
+
 /// `name{k="v",...} value` → its parts, label values unescaped.
-fn parse_sample(line: &str) -> Result<(String, Vec<(String, String)>, String), String> {
+fn parse_sample(line: &str) -> Result<Sample, String> {
     let (name, rest) = line.split_once('{').ok_or("a sample without labels")?;
     let mut labels = Vec::new();
     let mut chars = rest.chars();
@@ -642,7 +657,10 @@ mod tests {
         let mut m = Metrics::default();
         m.add("ecr", &run(Outcome::Fetched, Some(300)));
         m.add("ecr", &run(Outcome::CacheHit, None));
-        m.add("ecr", &run(Outcome::Error(ErrorClass::Upstream5xx), Some(70)));
+        m.add(
+            "ecr",
+            &run(Outcome::Error(ErrorClass::Upstream5xx), Some(70)),
+        );
         assert_eq!(
             m.render(),
             format!(
@@ -707,10 +725,7 @@ credential_provider_last_success_timestamp_seconds{{provider=\"ecr\"}} 170000000
 
     #[test]
     fn a_file_without_the_marker_is_foreign_and_a_broken_one_damaged() {
-        assert_eq!(
-            Metrics::parse(b"node_thing 1\n"),
-            Err(Unreadable::Foreign)
-        );
+        assert_eq!(Metrics::parse(b"node_thing 1\n"), Err(Unreadable::Foreign));
         assert_eq!(Metrics::parse(b"\xff\xfe"), Err(Unreadable::Foreign));
         let broken = format!("{MARKER}\ncredential_provider_requests_total{{provider=\"x\"");
         assert!(matches!(
@@ -762,9 +777,18 @@ credential_provider_last_success_timestamp_seconds{{provider=\"ecr\"}} 170000000
             let e: Box<dyn std::error::Error + Send + Sync> = t.into();
             ErrorClass::of(e.as_ref())
         };
-        assert_eq!(text("service error: ThrottlingException: Rate exceeded"), ErrorClass::Throttled);
-        assert_eq!(text("GetAuthorizationToken: unhandled error (status code: 403)"), ErrorClass::Upstream4xx);
-        assert_eq!(text("dispatch failure: io error: dns error"), ErrorClass::Network);
+        assert_eq!(
+            text("service error: ThrottlingException: Rate exceeded"),
+            ErrorClass::Throttled
+        );
+        assert_eq!(
+            text("GetAuthorizationToken: unhandled error (status code: 403)"),
+            ErrorClass::Upstream4xx
+        );
+        assert_eq!(
+            text("dispatch failure: io error: dns error"),
+            ErrorClass::Network
+        );
         assert_eq!(text("no region configured"), ErrorClass::Other);
     }
 

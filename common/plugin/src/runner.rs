@@ -103,7 +103,15 @@ fn answer<E: Into<ProviderError>>(
     // Cleared so a note can only come from this run's token cache.
     metrics::take_noted();
     let mut fetch_time = None;
-    let result = respond(input, deadline, jitter, fast, provide, &mut fetch_time, stdout);
+    let result = respond(
+        input,
+        deadline,
+        jitter,
+        fast,
+        provide,
+        &mut fetch_time,
+        stdout,
+    );
     let Some(file) = metrics else {
         return match result {
             Ok(_) => ExitCode::SUCCESS,
@@ -382,7 +390,7 @@ mod tests {
 
     #[test]
     fn the_deadline_cancels_a_hanging_provider() {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let (code, out) = exec(REQ, hanging, Duration::from_millis(200));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
         assert!(

@@ -53,7 +53,12 @@ for family in text_string_to_metric_families(text):
         labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
         print(family.name, family.type, s.name, labels, repr(float(s.value)))
 "#;
-    let output = match Command::new("python3").arg("-c").arg(SCRIPT).arg(path).output() {
+    let output = match Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(path)
+        .output()
+    {
         Ok(output) => output,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             crate::skip::missing("python3", HOW);

@@ -16,19 +16,40 @@ fn fetched_then_cache_hit_are_counted_with_the_token_expiry() {
     let world = World::new();
     let file = world.dir.path().join("m.prom");
     let p = world.mi_plugin(MI_CONFIG).args([
-        format!("--token-cache-dir={}", world.dir.path().join("cache").display()),
+        format!(
+            "--token-cache-dir={}",
+            world.dir.path().join("cache").display()
+        ),
         format!("--metrics-file={}", file.display()),
     ]);
-    p.request(ApiVersion::V1, "myreg.azurecr.io/team/app").accepted();
-    p.request(ApiVersion::V1, "myreg.azurecr.io/team/app").accepted();
+    p.request(ApiVersion::V1, "myreg.azurecr.io/team/app")
+        .accepted();
+    p.request(ApiVersion::V1, "myreg.azurecr.io/team/app")
+        .accepted();
     let after = series(&file);
     for (key, value) in [
-        (r#"credential_provider_requests_total{provider="acr",outcome="fetched"}"#, "1"),
-        (r#"credential_provider_requests_total{provider="acr",outcome="cache_hit"}"#, "1"),
-        (r#"credential_provider_fetch_duration_seconds_count{provider="acr"}"#, "1"),
-        (r#"credential_provider_last_success_timestamp_seconds{provider="acr"}"#, "T"),
+        (
+            r#"credential_provider_requests_total{provider="acr",outcome="fetched"}"#,
+            "1",
+        ),
+        (
+            r#"credential_provider_requests_total{provider="acr",outcome="cache_hit"}"#,
+            "1",
+        ),
+        (
+            r#"credential_provider_fetch_duration_seconds_count{provider="acr"}"#,
+            "1",
+        ),
+        (
+            r#"credential_provider_last_success_timestamp_seconds{provider="acr"}"#,
+            "T",
+        ),
     ] {
-        assert_eq!(after.get(key).map(String::as_str), Some(value), "{key}: {after:#?}");
+        assert_eq!(
+            after.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {after:#?}"
+        );
     }
     let expiry: u64 = after
         [r#"credential_provider_token_expiry_timestamp_seconds{provider="acr",registry="myreg.azurecr.io"}"#]

@@ -83,7 +83,10 @@ fn one_exec_adds_one_fetched_request_and_a_success_time() {
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o644, "readable by an exporter running as another user");
+        assert_eq!(
+            mode, 0o644,
+            "readable by an exporter running as another user"
+        );
     }
 }
 
@@ -92,7 +95,10 @@ fn the_environment_variable_names_the_file_too() {
     let dir = TempDir::new("static-metrics-env");
     let file = dir.path().join("m.prom");
     plugin(&dir)
-        .env("CREDENTIAL_PROVIDER_METRICS_FILE", file.display().to_string())
+        .env(
+            "CREDENTIAL_PROVIDER_METRICS_FILE",
+            file.display().to_string(),
+        )
         .request(ApiVersion::V1, IMAGE)
         .accepted();
     assert_eq!(
@@ -148,7 +154,10 @@ fn a_prometheus_parser_reads_the_file() {
         "credential_provider_fetch_duration_seconds histogram credential_provider_fetch_duration_seconds_bucket le=+Inf,provider=static 1.0",
         "credential_provider_fetch_duration_seconds histogram credential_provider_fetch_duration_seconds_count provider=static 1.0",
     ] {
-        assert!(samples.iter().any(|s| s == expected), "{expected}\n{samples:#?}");
+        assert!(
+            samples.iter().any(|s| s == expected),
+            "{expected}\n{samples:#?}"
+        );
     }
 }
 
@@ -172,14 +181,13 @@ fn a_foreign_oversized_or_special_file_is_left_alone() {
     let foreign = dir.path().join("foreign.prom");
     std::fs::write(&foreign, "node_custom_metric 1\n").unwrap();
     answers_and_leaves_alone(&dir, &foreign, "foreign");
-    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "node_custom_metric 1\n");
+    assert_eq!(
+        std::fs::read_to_string(&foreign).unwrap(),
+        "node_custom_metric 1\n"
+    );
 
     let big = dir.path().join("big.prom");
-    let text = format!(
-        "{}\n{}",
-        kcp_plugin_marker(),
-        "# padding\n".repeat(120_000)
-    );
+    let text = format!("{}\n{}", kcp_plugin_marker(), "# padding\n".repeat(120_000));
     std::fs::write(&big, &text).unwrap();
     answers_and_leaves_alone(&dir, &big, "oversized");
     assert_eq!(std::fs::read_to_string(&big).unwrap(), text);
@@ -191,11 +199,19 @@ fn a_foreign_oversized_or_special_file_is_left_alone() {
         let link = dir.path().join("link.prom");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         answers_and_leaves_alone(&dir, &link, "symlink");
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept\n");
 
         let fifo = dir.path().join("fifo.prom");
-        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
         assert!(made.success());
         answers_and_leaves_alone(&dir, &fifo, "FIFO");
         assert!(std::os::unix::fs::FileTypeExt::is_fifo(
@@ -210,7 +226,10 @@ fn a_damaged_file_of_ours_is_replaced() {
     let file = dir.path().join("m.prom");
     std::fs::write(
         &file,
-        format!("{}\ncredential_provider_requests_total{{provider=\"st", kcp_plugin_marker()),
+        format!(
+            "{}\ncredential_provider_requests_total{{provider=\"st",
+            kcp_plugin_marker()
+        ),
     )
     .unwrap();
     let p = plugin(&dir).args([format!("--metrics-file={}", file.display())]);

@@ -114,7 +114,11 @@ fn read_checked(
         Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("it is a symlink".into()),
         Err(e) => return Err(format!("opening it failed: {e}")),
     };
-    check_mode(&file.metadata().map_err(|e| e.to_string())?, owner, forbidden)?;
+    check_mode(
+        &file.metadata().map_err(|e| e.to_string())?,
+        owner,
+        forbidden,
+    )?;
     super::read_capped(file, max_bytes).map(Some)
 }
 
@@ -139,7 +143,11 @@ fn check_mode(meta: &fs::Metadata, owner: &Owner, forbidden: u32) -> Result<(), 
         return Err(format!(
             "its mode {:o} lets other users {} it",
             meta.mode() & 0o777,
-            if forbidden & 0o044 != 0 { "read or write" } else { "write" }
+            if forbidden & 0o044 != 0 {
+                "read or write"
+            } else {
+                "write"
+            }
         ));
     }
     Ok(())
@@ -154,7 +162,11 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io
 
 /// [`write_atomic`] of a file others may read (`0644`: the metrics file, no secret in it),
 /// synced to disk before the rename so a crash leaves the old file or the whole new one.
-pub(crate) fn write_atomic_shared(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io::Result<()> {
+pub(crate) fn write_atomic_shared(
+    path: &Path,
+    bytes: &[u8],
+    _owner: &Owner,
+) -> std::io::Result<()> {
     write_atomic_mode(path, bytes, 0o644, true)
 }
 

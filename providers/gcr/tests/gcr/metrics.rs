@@ -17,16 +17,34 @@ fn fetched_then_cache_hit_are_counted_with_the_token_expiry() {
         format!("--metrics-file={}", file.display()),
     ]);
     let before = unix_now();
-    p.request(ApiVersion::V1, "us-docker.pkg.dev/p/r/app").accepted();
-    p.request(ApiVersion::V1, "us-docker.pkg.dev/p/r/app").accepted();
+    p.request(ApiVersion::V1, "us-docker.pkg.dev/p/r/app")
+        .accepted();
+    p.request(ApiVersion::V1, "us-docker.pkg.dev/p/r/app")
+        .accepted();
     let after = series(&file);
     for (key, value) in [
-        (r#"credential_provider_requests_total{provider="gcr",outcome="fetched"}"#, "1"),
-        (r#"credential_provider_requests_total{provider="gcr",outcome="cache_hit"}"#, "1"),
-        (r#"credential_provider_fetch_duration_seconds_count{provider="gcr"}"#, "1"),
-        (r#"credential_provider_last_success_timestamp_seconds{provider="gcr"}"#, "T"),
+        (
+            r#"credential_provider_requests_total{provider="gcr",outcome="fetched"}"#,
+            "1",
+        ),
+        (
+            r#"credential_provider_requests_total{provider="gcr",outcome="cache_hit"}"#,
+            "1",
+        ),
+        (
+            r#"credential_provider_fetch_duration_seconds_count{provider="gcr"}"#,
+            "1",
+        ),
+        (
+            r#"credential_provider_last_success_timestamp_seconds{provider="gcr"}"#,
+            "T",
+        ),
     ] {
-        assert_eq!(after.get(key).map(String::as_str), Some(value), "{key}: {after:#?}");
+        assert_eq!(
+            after.get(key).map(String::as_str),
+            Some(value),
+            "{key}: {after:#?}"
+        );
     }
     let expiry: u64 = after
         [r#"credential_provider_token_expiry_timestamp_seconds{provider="gcr",registry="*.pkg.dev"}"#]
