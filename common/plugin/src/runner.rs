@@ -107,6 +107,7 @@ fn answer<E: Into<ProviderError>>(
         input,
         deadline,
         jitter,
+        metrics.is_some(),
         fast,
         provide,
         &mut fetch_time,
@@ -160,11 +161,14 @@ impl Failure {
     }
 }
 
-/// The run up to the answer on stdout: the auth keys answered, or the exit code and failure.
+/// The run up to the answer on stdout: the auth keys answered (only when `keys` asks, so a run
+/// without metrics copies nothing), or the exit code and failure.
+#[allow(clippy::too_many_arguments)]
 fn respond<E: Into<ProviderError>>(
     input: &[u8],
     deadline: Deadline,
     jitter: u8,
+    keys: bool,
     fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     fetch_time: &mut Option<Duration>,
@@ -200,7 +204,11 @@ fn respond<E: Into<ProviderError>>(
         }
         credentials.cache_duration = Some(jittered);
     }
-    let registries = credentials.auth.keys().cloned().collect();
+    let registries = if keys {
+        credentials.auth.keys().cloned().collect()
+    } else {
+        Vec::new()
+    };
     let response = CredentialProviderResponse::answer(&request, credentials);
     // One write of the whole document, so a reader never sees half a response.
     stdout
