@@ -279,11 +279,17 @@ impl MetricsFile {
     }
 
     fn try_record(&self, run: &Run, wait: Duration) -> Result<(), String> {
+        // The textfile directory may not exist yet on a fresh node (node-exporter's DaemonSet
+        // may come later); it holds nothing secret, so it is made with the usual modes.
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("creating its directory {} failed: {e}", dir.display()))?;
+        }
         let lock_path = sibling(&self.path, ".lock");
         let lock = files::open_lock(&lock_path, &self.owner, true)
             .map_err(|e| {
                 format!(
-                    "its lock file {} is unusable ({e}); check that the directory exists and is writable by the kubelet",
+                    "its lock file {} is unusable ({e}); check that the directory is writable by the kubelet",
                     lock_path.display()
                 )
             })?

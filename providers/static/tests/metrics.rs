@@ -91,9 +91,9 @@ fn one_exec_adds_one_fetched_request_and_a_success_time() {
 }
 
 #[test]
-fn the_environment_variable_names_the_file_too() {
+fn the_environment_variable_names_the_file_too_and_its_directory_is_created() {
     let dir = TempDir::new("static-metrics-env");
-    let file = dir.path().join("m.prom");
+    let file = dir.path().join("textfile").join("m.prom");
     plugin(&dir)
         .env(
             "CREDENTIAL_PROVIDER_METRICS_FILE",
