@@ -84,3 +84,43 @@ for family in text_string_to_metric_families(text):
             .collect(),
     )
 }
+
+/// Asserts what a provider's fetch followed by a token-cache hit wrote to `path`: one `fetched`
+/// and one `cache_hit` request, one timed fetch, a last success and no error; returns the token
+/// expiry shown for `registry`.
+pub fn assert_fetch_then_cache_hit(path: &Path, provider: &str, registry: &str) -> u64 {
+    let after = series(path);
+    let p = format!(r#"provider="{provider}""#);
+    for (key, value) in [
+        (
+            format!(r#"credential_provider_requests_total{{{p},outcome="fetched"}}"#),
+            "1",
+        ),
+        (
+            format!(r#"credential_provider_requests_total{{{p},outcome="cache_hit"}}"#),
+            "1",
+        ),
+        (
+            format!("credential_provider_fetch_duration_seconds_count{{{p}}}"),
+            "1",
+        ),
+        (
+            format!("credential_provider_last_success_timestamp_seconds{{{p}}}"),
+            "T",
+        ),
+    ] {
+        assert_eq!(
+            after.get(&key).map(String::as_str),
+            Some(value),
+            "{key}: {after:#?}"
+        );
+    }
+    assert!(!after.keys().any(|k| k.contains("error")), "{after:#?}");
+    let expiry = format!(
+        r#"credential_provider_token_expiry_timestamp_seconds{{{p},registry="{registry}"}}"#
+    );
+    after
+        .get(&expiry)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {expiry}: {after:#?}"))
+}

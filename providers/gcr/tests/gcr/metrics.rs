@@ -2,7 +2,7 @@
 //! token's expiry under every auth key answered.
 
 use kcp_kubelet::ApiVersion;
-use kcp_testkit::metrics::series;
+use kcp_testkit::metrics::assert_fetch_then_cache_hit;
 use kcp_testkit::{TempDir, unix_now};
 
 use crate::support::*;
@@ -21,35 +21,7 @@ fn fetched_then_cache_hit_are_counted_with_the_token_expiry() {
         .accepted();
     p.request(ApiVersion::V1, "us-docker.pkg.dev/p/r/app")
         .accepted();
-    let after = series(&file);
-    for (key, value) in [
-        (
-            r#"credential_provider_requests_total{provider="gcr",outcome="fetched"}"#,
-            "1",
-        ),
-        (
-            r#"credential_provider_requests_total{provider="gcr",outcome="cache_hit"}"#,
-            "1",
-        ),
-        (
-            r#"credential_provider_fetch_duration_seconds_count{provider="gcr"}"#,
-            "1",
-        ),
-        (
-            r#"credential_provider_last_success_timestamp_seconds{provider="gcr"}"#,
-            "T",
-        ),
-    ] {
-        assert_eq!(
-            after.get(key).map(String::as_str),
-            Some(value),
-            "{key}: {after:#?}"
-        );
-    }
-    let expiry: u64 = after
-        [r#"credential_provider_token_expiry_timestamp_seconds{provider="gcr",registry="*.pkg.dev"}"#]
-        .parse()
-        .unwrap();
+    let expiry = assert_fetch_then_cache_hit(&file, "gcr", "*.pkg.dev");
     assert!(
         (before + 3599..=unix_now() + 3599).contains(&expiry),
         "{expiry}"
