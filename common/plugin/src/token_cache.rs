@@ -41,7 +41,7 @@ use crate::time::{from_unix_secs, unix_secs};
 use kcp_kubelet::secret::Secret;
 
 /// The file operations whose safety depends on the platform: no link following, no blocking
-/// open, ownership and permission checks on the open file.
+/// open, ownership and permission checks on the open file. The metrics file uses them too.
 #[cfg_attr(unix, path = "token_cache/unix.rs")]
 #[cfg_attr(windows, path = "token_cache/windows.rs")]
 pub(crate) mod files;
