@@ -178,7 +178,15 @@ pub fn start<T: clap::Parser>(
     let hygiene = crate::hygiene::apply();
     let cli = parse::<T>(args, spec).unwrap_or_else(|e| exit_on(e));
     let settings = match Settings::resolve(common(&cli)) {
-        Ok(settings) => settings,
+        Ok(mut settings) => {
+            // `ecr-credential-provider` → `ecr`: the metrics' provider label.
+            let provider = spec
+                .binary
+                .strip_suffix("-credential-provider")
+                .unwrap_or(spec.binary);
+            settings.metrics = settings.metrics.map(|m| m.with_provider(provider));
+            settings
+        }
         Err(e) => {
             crate::logging::init(Verbosity::DEFAULT);
             tracing::error!("{}", crate::logging::one_line(&e));
@@ -193,6 +201,7 @@ pub fn start<T: clap::Parser>(
         deadline = ?settings.deadline,
         cache_jitter = settings.cache_jitter,
         token_cache = ?settings.token_cache.as_ref().map(|c| c.dir().display().to_string()),
+        metrics_file = ?settings.metrics.as_ref().map(|m| m.path().display().to_string()),
         "settings resolved"
     );
     (cli, settings)

@@ -13,6 +13,7 @@
 //! - [`endpoint`]: which URLs may carry credentials (https, or http to loopback); URLs from input.
 //! - [`tls`]: the trust store (fast PEM loading) and rustls client configuration.
 //! - [`token_cache`]: the opt-in on-disk token cache shared by concurrent and later execs.
+//! - [`metrics`]: the opt-in Prometheus textfile every exec adds its outcome to.
 //! - [`jwt`]: unverified JWT claims (expiry, service-account identity).
 //! - [`time`]: dates servers send (HTTP `Date`, RFC 3339) and Unix seconds, one calendar routine.
 //! - [`logging`]: leveled, one-line stderr logging.
@@ -26,6 +27,7 @@ pub mod http;
 pub mod hygiene;
 pub mod jwt;
 pub mod logging;
+pub mod metrics;
 pub mod retry;
 pub mod runner;
 pub mod settings;

@@ -11,10 +11,11 @@
 use std::future::Future;
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::deadline::Deadline;
 use crate::logging::{self, error_chain};
+use crate::metrics::{self, ErrorClass, MetricsFile, Outcome};
 use crate::settings::Settings;
 use kcp_kubelet::cache_hint;
 use kcp_kubelet::protocol::{
@@ -63,6 +64,7 @@ pub fn run_with_fast_path<E: Into<ProviderError>>(
         &bytes,
         deadline,
         settings.cache_jitter,
+        settings.metrics.as_ref(),
         fast,
         provide,
         &mut std::io::stdout().lock(),
@@ -84,36 +86,116 @@ pub fn run_with_input<E: Into<ProviderError>>(
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     stdout: &mut dyn Write,
 ) -> ExitCode {
-    answer(input, deadline, jitter, |_| None, provide, stdout)
+    answer(input, deadline, jitter, None, |_| None, provide, stdout)
 }
 
-/// [`run_with_input`] with a fast path tried first (see [`run_with_fast_path`]).
+/// [`run_with_input`] with a fast path tried first (see [`run_with_fast_path`]), each run's
+/// outcome added to `metrics` when there is one.
 fn answer<E: Into<ProviderError>>(
     input: &[u8],
     deadline: Deadline,
     jitter: u8,
+    metrics: Option<&MetricsFile>,
     fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
     provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
     stdout: &mut dyn Write,
 ) -> ExitCode {
-    let request = match CredentialProviderRequest::from_bytes(input) {
-        Ok(request) => request,
-        Err(e) => return fail(EXIT_USAGE, &e.to_string()),
+    // Cleared so a note can only come from this run's token cache.
+    metrics::take_noted();
+    let mut fetch_time = None;
+    let result = respond(
+        input,
+        deadline,
+        jitter,
+        metrics.is_some(),
+        fast,
+        provide,
+        &mut fetch_time,
+        stdout,
+    );
+    let Some(file) = metrics else {
+        return match result {
+            Ok(_) => ExitCode::SUCCESS,
+            Err((code, message)) => fail(code, &message.text),
+        };
     };
+    let noted = metrics::take_noted();
+    let (outcome, registries, code) = match result {
+        Ok(registries) => (
+            Outcome::answered(noted.map(|(source, _)| source)),
+            registries,
+            ExitCode::SUCCESS,
+        ),
+        Err((code, message)) => {
+            let class = match code {
+                EXIT_USAGE => ErrorClass::Usage,
+                _ => message.class,
+            };
+            (Outcome::Error(class), Vec::new(), fail(code, &message.text))
+        }
+    };
+    let run = metrics::Run {
+        outcome,
+        fetch_time,
+        registries,
+        expires_at: noted.and_then(|(_, expires_at)| expires_at),
+        at: SystemTime::now(),
+    };
+    // The answer is out; the kubelet still waits for the exit, so the wait is bounded.
+    file.record(&run, metrics::LOCK_WAIT.min(deadline.remaining()));
+    code
+}
+
+/// Why a run failed: the one stderr line and its metrics class.
+struct Failure {
+    text: String,
+    class: ErrorClass,
+}
+
+impl Failure {
+    fn new(text: impl Into<String>, class: ErrorClass) -> Self {
+        Failure {
+            text: text.into(),
+            class,
+        }
+    }
+}
+
+/// The run up to the answer on stdout: the auth keys answered (only when `keys` asks, so a run
+/// without metrics copies nothing), or the exit code and failure.
+#[allow(clippy::too_many_arguments)]
+fn respond<E: Into<ProviderError>>(
+    input: &[u8],
+    deadline: Deadline,
+    jitter: u8,
+    keys: bool,
+    fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
+    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
+    fetch_time: &mut Option<Duration>,
+    stdout: &mut dyn Write,
+) -> Result<Vec<String>, (u8, Failure)> {
+    let request = CredentialProviderRequest::from_bytes(input)
+        .map_err(|e| (EXIT_USAGE, Failure::new(e.to_string(), ErrorClass::Usage)))?;
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
 
     let mut credentials = match fast(&request) {
         Some(credentials) => credentials,
-        // Boxed at once: a provider's future holds its SDK calls' state (tens of KiB), and every
-        // move of it on the stack would touch fresh stack pages.
-        None => match block_on_with_deadline(Box::pin(provide(&request, deadline)), deadline) {
-            Ok(Ok(credentials)) => credentials,
-            Ok(Err(e)) => {
-                let e: ProviderError = e.into();
-                return fail(EXIT_FAILURE, &error_chain(e.as_ref()));
+        None => {
+            let started = Instant::now();
+            // Boxed at once: a provider's future holds its SDK calls' state (tens of KiB), and
+            // every move of it on the stack would touch fresh stack pages.
+            let result = block_on_with_deadline(Box::pin(provide(&request, deadline)), deadline);
+            *fetch_time = Some(started.elapsed());
+            match result {
+                Ok(Ok(credentials)) => credentials,
+                Ok(Err(e)) => {
+                    let e: ProviderError = e.into();
+                    let class = ErrorClass::of(e.as_ref());
+                    return Err((EXIT_FAILURE, Failure::new(error_chain(e.as_ref()), class)));
+                }
+                Err(e) => return Err((EXIT_FAILURE, Failure::new(e, ErrorClass::Deadline))),
             }
-            Err(e) => return fail(EXIT_FAILURE, &e),
-        },
+        }
     };
     if let Some(computed) = credentials.cache_duration {
         let jittered = cache_hint::with_jitter(computed, jitter);
@@ -122,19 +204,27 @@ fn answer<E: Into<ProviderError>>(
         }
         credentials.cache_duration = Some(jittered);
     }
+    let registries = if keys {
+        credentials.auth.keys().cloned().collect()
+    } else {
+        Vec::new()
+    };
     let response = CredentialProviderResponse::answer(&request, credentials);
     // One write of the whole document, so a reader never sees half a response.
-    if let Err(e) = stdout
+    stdout
         .write_all(&response.to_json_line())
         .and_then(|()| stdout.flush())
-    {
-        return fail(
-            EXIT_FAILURE,
-            &format!("writing the response to stdout failed: {e}"),
-        );
-    }
+        .map_err(|e| {
+            (
+                EXIT_FAILURE,
+                Failure::new(
+                    format!("writing the response to stdout failed: {e}"),
+                    ErrorClass::Other,
+                ),
+            )
+        })?;
     tracing::info!("response written");
-    ExitCode::SUCCESS
+    Ok(registries)
 }
 
 /// Drives `future` on a single-threaded runtime, cancelling it when `deadline` passes.
@@ -284,14 +374,14 @@ mod tests {
         };
         let mut out = Vec::new();
         let deadline = Deadline::after(Duration::from_secs(5));
-        let code = answer(REQ, deadline, 0, hit, failing, &mut out);
+        let code = answer(REQ, deadline, 0, None, hit, failing, &mut out);
         assert_eq!(code, ExitCode::SUCCESS);
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"30s\",\"auth\":{\"reg.io:5000\":{\"username\":\"cached\",\"password\":\"c\"}}}\n"
         );
         let mut out = Vec::new();
-        let code = answer(REQ, deadline, 0, |_| None, failing, &mut out);
+        let code = answer(REQ, deadline, 0, None, |_| None, failing, &mut out);
         assert_eq!(
             (code, out.as_slice()),
             (ExitCode::from(EXIT_FAILURE), &b""[..])
@@ -308,7 +398,7 @@ mod tests {
 
     #[test]
     fn the_deadline_cancels_a_hanging_provider() {
-        let started = std::time::Instant::now();
+        let started = Instant::now();
         let (code, out) = exec(REQ, hanging, Duration::from_millis(200));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
         assert!(

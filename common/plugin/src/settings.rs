@@ -15,6 +15,7 @@ use kcp_kubelet::duration::GoDuration;
 
 use crate::deadline::{DEADLINE_ENV, DEFAULT_DEADLINE};
 use crate::logging::Verbosity;
+use crate::metrics::{self, MetricsFile};
 use crate::token_cache::{self, TokenCache};
 
 /// Flags shared by every provider.
@@ -49,6 +50,11 @@ pub struct CommonArgs {
     /// refresh together; 0 turns it off (also CREDENTIAL_PROVIDER_CACHE_JITTER) [default: 10].
     #[arg(long, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100), global = true)]
     pub cache_jitter: Option<u8>,
+
+    /// Add each exec's outcome to this Prometheus text file, for node-exporter's textfile
+    /// collector (also CREDENTIAL_PROVIDER_METRICS_FILE) [default: off].
+    #[arg(long, value_name = "PATH", global = true)]
+    pub metrics_file: Option<PathBuf>,
 }
 
 /// Parses a Go duration string for clap.
@@ -67,6 +73,8 @@ pub struct Settings {
     pub cache_jitter: u8,
     /// The on-disk token cache, when turned on.
     pub token_cache: Option<TokenCache>,
+    /// The metrics file, when one is named (its provider label is set by [`crate::cli::start`]).
+    pub metrics: Option<MetricsFile>,
 }
 
 impl Settings {
@@ -76,11 +84,18 @@ impl Settings {
         let deadline = deadline(args)?;
         let cache_jitter = cache_jitter(args)?;
         let token_cache = token_cache(args, cache_jitter)?;
+        let metrics = args
+            .metrics_file
+            .clone()
+            .filter(|p| !p.as_os_str().is_empty())
+            .or_else(|| env_text(metrics::FILE_ENV).map(PathBuf::from))
+            .map(MetricsFile::new);
         Ok(Settings {
             verbosity,
             deadline,
             cache_jitter,
             token_cache,
+            metrics,
         })
     }
 }
@@ -233,5 +248,15 @@ mod tests {
         .unwrap();
         assert!(s.token_cache.is_none());
         assert_eq!(s.cache_jitter, 7);
+        assert!(s.metrics.is_none());
+    }
+
+    #[test]
+    fn the_flag_names_the_metrics_file() {
+        let s = Settings::resolve(&parse(&["--metrics-file=/tmp/m.prom"]).common).unwrap();
+        assert_eq!(
+            s.metrics.as_ref().map(|m| m.path().to_path_buf()),
+            Some(PathBuf::from("/tmp/m.prom"))
+        );
     }
 }

@@ -41,10 +41,10 @@ use crate::time::{from_unix_secs, unix_secs};
 use kcp_kubelet::secret::Secret;
 
 /// The file operations whose safety depends on the platform: no link following, no blocking
-/// open, ownership and permission checks on the open file.
+/// open, ownership and permission checks on the open file. The metrics file uses them too.
 #[cfg_attr(unix, path = "token_cache/unix.rs")]
 #[cfg_attr(windows, path = "token_cache/windows.rs")]
-mod files;
+pub(crate) mod files;
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
 pub const DEFAULT_DIR: &str = if cfg!(windows) {
@@ -267,7 +267,11 @@ impl TokenCache {
 
     /// The entry for `key`, when one is valid now.
     pub fn get(&self, key: &CacheKey) -> Option<RegistryToken> {
-        self.read(key, SystemTime::now())
+        let hit = self.read(key, SystemTime::now());
+        if let Some(token) = &hit {
+            crate::metrics::note_token(Source::Cache, token.expires_at);
+        }
+        hit
     }
 
     /// The credential for `key`: from the cache while valid, else from `fetch`, whose answer is
@@ -301,6 +305,7 @@ impl TokenCache {
             self.prune(key, SystemTime::now());
         }
         drop(lock);
+        crate::metrics::note_token(Source::Upstream, token.expires_at);
         Ok((token, Source::Upstream))
     }
 
@@ -591,7 +596,11 @@ pub async fn get_or_fetch<E>(
 ) -> Result<(RegistryToken, Source), E> {
     match (cache, key) {
         (Some(cache), Some(key)) => cache.get_or_fetch(key, deadline, fetch).await,
-        _ => Ok((fetch().await?, Source::Upstream)),
+        _ => {
+            let token = fetch().await?;
+            crate::metrics::note_token(Source::Upstream, token.expires_at);
+            Ok((token, Source::Upstream))
+        }
     }
 }
 

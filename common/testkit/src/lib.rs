@@ -418,6 +418,7 @@ pub mod faults;
 pub mod flags;
 pub mod fuzz_bodies;
 pub mod fuzz_smoke;
+pub mod metrics;
 pub mod proxy;
 pub mod secrets;
 pub mod skip;

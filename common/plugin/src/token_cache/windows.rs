@@ -52,7 +52,7 @@ const ALREADY_EXISTS: WIN32_ERROR = 183;
 /// The accounts the cache's files may belong to and be open to, as SID strings: the running
 /// account, the owner its token gives new objects, SYSTEM and Administrators.
 #[derive(Debug, Clone)]
-pub(super) struct Owner {
+pub(crate) struct Owner {
     user: Option<String>,
     trusted: Vec<String>,
 }
@@ -74,7 +74,7 @@ impl Owner {
 }
 
 /// The running process's account and its token's default owner.
-pub(super) fn current_owner() -> Owner {
+pub(crate) fn current_owner() -> Owner {
     let mut trusted = vec!["S-1-5-18".to_owned(), "S-1-5-32-544".to_owned()];
     let mut user = None;
     let mut token: HANDLE = std::ptr::null_mut();
@@ -139,7 +139,7 @@ fn token_sid<T>(
 
 /// Creates `dir` with the cache's access list, or checks an existing one: a real directory (not
 /// a link or junction) owned by a trusted account, closed to others (closed here when it is not).
-pub(super) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
+pub(crate) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
     if let Some(parent) = dir.parent() {
         fs::create_dir_all(parent).map_err(|e| format!("creating it failed: {e}"))?;
     }
@@ -187,7 +187,7 @@ pub(super) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
 
 /// Opens (or with `create`, makes) a lock file, and checks the open handle: a regular file of a
 /// trusted account, closed to others. A missing lock without `create` is `Ok(None)`.
-pub(super) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
+pub(crate) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
     let existing = || {
         OpenOptions::new()
             .read(true)
@@ -217,7 +217,7 @@ pub(super) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Opti
 
 /// Reads a cache file of at most `max_bytes` only if it is a regular file of a trusted account,
 /// closed to others. `Ok(None)`: no such file.
-pub(super) fn read_owned_file(
+pub(crate) fn read_owned_file(
     path: &Path,
     owner: &Owner,
     max_bytes: u64,
@@ -238,9 +238,24 @@ pub(super) fn read_owned_file(
     super::read_capped(file, max_bytes).map(Some)
 }
 
+/// The metrics file: on Windows it is kept private like the cache's files (the exporter runs as
+/// a trusted account, LocalSystem or an administrator).
+pub(crate) fn read_shared_file(
+    path: &Path,
+    owner: &Owner,
+    max_bytes: u64,
+) -> Result<Option<Vec<u8>>, String> {
+    read_owned_file(path, owner, max_bytes)
+}
+
+/// [`write_atomic`] for the metrics file (private, as [`read_shared_file`] says).
+pub(crate) fn write_atomic_shared(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+    write_atomic(path, bytes, owner)
+}
+
 /// When `path` was last written, if it is a regular file of a trusted account (not followed if
 /// a link).
-pub(super) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
+pub(crate) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
     let file = OpenOptions::new()
         .access_mode(READ_CONTROL)
         .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
@@ -252,7 +267,7 @@ pub(super) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime
 
 /// Writes `bytes` to a new private file next to `path` and renames it over `path`, so a reader
 /// sees the old entry or the new one, never half of one.
-pub(super) fn write_atomic(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
     let tmp = super::temporary_name(path);
     let result = (|| {
         let mut file = create_private(&tmp, owner)?;

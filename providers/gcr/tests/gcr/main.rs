@@ -13,6 +13,7 @@ mod faults;
 mod flags;
 mod keyfile;
 mod metadata;
+mod metrics;
 mod support;
 mod tls;
 mod token_cache;
