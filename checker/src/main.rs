@@ -11,11 +11,14 @@
 //! - `install --host-root DIR --from DIR --provider P [--platform P] ...`: put the binaries and
 //!   `init`'s config on a node whose root is mounted at DIR (the DaemonSet in deploy/); `wait`:
 //!   that DaemonSet's main container, which has no shell to sleep in.
+//! - `doctor [--host-root DIR]`: find the running kubelet, its flags, gates and version, and say
+//!   what its next pull will do (exit 1 when it fails or goes anonymous).
 //!
 //! Exit status: 0 yes (valid / a provider matches / usable credentials / config printed), 1 no
 //! (for `init`: the kubelet would refuse what the options ask for), 2 usage error. Every error is
 //! one line on stderr.
 
+mod doctor;
 mod explain;
 mod init;
 mod install;
@@ -104,6 +107,8 @@ enum Command {
     Install(Box<install::InstallArgs>),
     /// Wait for SIGTERM, then exit 0: the DaemonSet's main container after the install.
     Wait,
+    /// Find the running kubelet (under --host-root) and say what its next pull will do.
+    Doctor(Box<doctor::DoctorArgs>),
 }
 
 /// The kubelet a config is judged for (`validate`, `run`); without them, the newest one.
@@ -287,6 +292,15 @@ fn execute(cli: &Cli) -> Result<u8, String> {
             finish("install", install::run(args))
         }
         Command::Wait => install::wait_for_termination(),
+        Command::Doctor(args) => {
+            let d = doctor::diagnose(args)?;
+            emit(
+                format,
+                || report::doctor_human(&d),
+                || report::doctor_json(&d),
+            );
+            Ok(if d.healthy() { 0 } else { NO })
+        }
         Command::Validate {
             config,
             bin_dir,
