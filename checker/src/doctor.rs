@@ -191,6 +191,7 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis, String> {
             }
             d.warnings.extend(v.warnings.iter().cloned());
             architectures(root, &bin, &config, &mut d);
+            token_caches(root, &config, &mut d);
             d.rbac = rbac(&config);
             d.judged = Some(Ok((config, v)));
         }
@@ -455,6 +456,54 @@ fn architectures(root: &Path, bin: &Path, config: &Config, d: &mut Diagnosis) {
         }
     }
 }
+
+/// Providers whose token cache directory (`--token-cache-dir`, or the env the provider reads)
+/// cannot be used: the provider then fetches a new token on every exec. The kubelet runs plugins
+/// as root, so the directory must be root's; a symlink is not followed.
+#[cfg(unix)]
+fn token_caches(root: &Path, config: &Config, d: &mut Diagnosis) {
+    use std::os::unix::fs::MetadataExt as _;
+    for p in &config.providers {
+        let from_args = flag_value(
+            &std::iter::once(String::new())
+                .chain(p.args.iter().cloned())
+                .collect::<Vec<_>>(),
+            "token-cache-dir",
+        );
+        let from_env = p
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR")
+            .map(|(_, value)| value.clone());
+        let Some(dir) = from_args.or(from_env) else {
+            continue;
+        };
+        let on_host = root.join(dir.trim_start_matches('/'));
+        let reason = match std::fs::symlink_metadata(&on_host) {
+            Err(_) => None,
+            Ok(meta) if !meta.is_dir() => {
+                Some("it is not a directory (a symlink is not followed)".to_owned())
+            }
+            Ok(meta) if meta.uid() != 0 => Some(format!(
+                "it is owned by uid {}, not by root, whom the kubelet runs plugins as",
+                meta.uid()
+            )),
+            Ok(_) => None,
+        };
+        if let Some(reason) = reason {
+            d.warnings.push(Finding {
+                provider: Some(p.name.clone()),
+                message: format!(
+                    "token cache directory {dir}: {reason}; the provider fetches a new token on every exec"
+                ),
+            });
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn token_caches(_root: &Path, _config: &Config, _d: &mut Diagnosis) {}
 
 /// The RBAC the nodes need for each token audience (the API server's node audience
 /// restriction), as YAML; `None` without tokenAttributes.

@@ -382,3 +382,20 @@ fn no_kubelet_and_a_wrong_root() {
     assert_eq!(run.stdout, "");
     assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
 }
+
+#[test]
+fn an_unusable_token_cache_directory_is_a_warning() {
+    let p = &PROFILES[0];
+    let config = v1_config(&provider(
+        "    args: [\"--token-cache-dir=/var/lib/cache-link\"]\n",
+    ));
+    let node = Node::new(p, &config, None, &[]);
+    std::os::unix::fs::symlink("/tmp", on_node(&node.root, "/var/lib/cache-link")).unwrap();
+    let run = node.doctor(&[]);
+    let report = run.json();
+    assert_eq!(run.code, 0, "a slower pull still works: {report}");
+    assert_eq!(
+        common::messages(&report, "warnings"),
+        vec!["token cache directory /var/lib/cache-link: it is not a directory (a symlink is not followed); the provider fetches a new token on every exec".to_owned()]
+    );
+}
