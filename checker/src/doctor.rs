@@ -20,7 +20,12 @@ use kcp_kubelet::kubelet_version::Kubelet;
 use kcp_kubelet::validate::{self, Finding, Validation};
 use kcp_kubelet::yaml11::{self, Node};
 
+use crate::explain::{self, MatchReport};
 use crate::install::{HOST_ELF, Machine, elf_machine, resolve_under};
+use crate::run::{self, ProviderRun, RunOptions, Verdict};
+
+/// How long a provider may take when `--image` runs it: the kubelet's fixed exec timeout.
+const PLUGIN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `doctor`'s options.
 #[derive(Debug, clap::Args)]
@@ -37,6 +42,10 @@ pub struct DoctorArgs {
     /// How long `<kubelet> --version` may take.
     #[arg(long, default_value = "10s")]
     pub version_timeout: GoDuration,
+    /// Run every provider matching IMAGE as the kubelet would, without a service-account token
+    /// (repeatable).
+    #[arg(long = "image", value_name = "IMAGE")]
+    pub images: Vec<String>,
 }
 
 /// The kubelet found, as its process shows it.
@@ -77,6 +86,43 @@ pub struct Diagnosis {
     pub warnings: Vec<Finding>,
     /// ClusterRole and ClusterRoleBinding per token audience, as YAML to apply.
     pub rbac: Option<String>,
+    /// One entry per `--image`, when the kubelet's config could be read.
+    pub images: Vec<ImageCheck>,
+}
+
+/// What the kubelet does for one `--image`: the providers it runs and how each run ends.
+#[derive(Debug)]
+pub struct ImageCheck {
+    /// Which providers match, and why the others do not.
+    pub matched: MatchReport,
+    /// The matching providers' runs, in config order.
+    pub runs: Vec<ProviderRun>,
+}
+
+/// A provider run's verdict as `doctor` reports it.
+pub fn run_verdict(run: &ProviderRun) -> &'static str {
+    match run.verdict {
+        Verdict::Skipped(_) => "not run",
+        _ if run.usable() => "healthy",
+        _ => "broken",
+    }
+}
+
+impl ImageCheck {
+    /// `anonymous` (no provider matches), `broken` (a run fails or gives nothing for the image),
+    /// `not run` (every match needs a pod's token) or `healthy`.
+    pub fn verdict(&self) -> &'static str {
+        let verdicts: Vec<&str> = self.runs.iter().map(run_verdict).collect();
+        if verdicts.is_empty() {
+            "anonymous"
+        } else if verdicts.contains(&"broken") {
+            "broken"
+        } else if verdicts.iter().all(|v| *v == "not run") {
+            "not run"
+        } else {
+            "healthy"
+        }
+    }
 }
 
 impl Diagnosis {
@@ -96,6 +142,9 @@ impl Diagnosis {
 /// Runs the diagnosis; `Err` is a usage error.
 pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis, String> {
     let root = &args.host_root;
+    for image in &args.images {
+        explain::normalize(image).map_err(|e| format!("--image: {e}"))?;
+    }
     if !root.join("proc").is_dir() {
         return Err(format!(
             "--host-root {}: no proc directory there (is it the node's root filesystem, with the host's /proc mounted?)",
@@ -192,6 +241,10 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis, String> {
             d.warnings.extend(v.warnings.iter().cloned());
             architectures(root, &bin, &config, &mut d);
             token_caches(root, &config, &mut d);
+            metrics_files(root, &config, &mut d);
+            for image in &args.images {
+                check_image(&bin, &config, image, &mut d)?;
+            }
             d.rbac = rbac(&config);
             d.judged = Some(Ok((config, v)));
         }
@@ -464,19 +517,9 @@ fn architectures(root: &Path, bin: &Path, config: &Config, d: &mut Diagnosis) {
 fn token_caches(root: &Path, config: &Config, d: &mut Diagnosis) {
     use std::os::unix::fs::MetadataExt as _;
     for p in &config.providers {
-        let from_args = flag_value(
-            &std::iter::once(String::new())
-                .chain(p.args.iter().cloned())
-                .collect::<Vec<_>>(),
-            "token-cache-dir",
-        );
-        let from_env = p
-            .env
-            .iter()
-            .rev()
-            .find(|(name, _)| name == "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR")
-            .map(|(_, value)| value.clone());
-        let Some(dir) = from_args.or(from_env) else {
+        let Some(dir) =
+            provider_setting(p, "token-cache-dir", "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR")
+        else {
             continue;
         };
         let on_host = root.join(dir.trim_start_matches('/'));
@@ -504,6 +547,162 @@ fn token_caches(root: &Path, config: &Config, d: &mut Diagnosis) {
 
 #[cfg(not(unix))]
 fn token_caches(_root: &Path, _config: &Config, _d: &mut Diagnosis) {}
+
+/// A shared provider flag as the provider takes it: `--flag` in its `args` (either spelling,
+/// the last wins), else the config's `env` entry for it (the last wins).
+fn provider_setting(p: &config::Provider, flag: &str, env: &str) -> Option<String> {
+    let argv: Vec<String> = std::iter::once(String::new())
+        .chain(p.args.iter().cloned())
+        .collect();
+    flag_value(&argv, flag).or_else(|| {
+        p.env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == env)
+            .map(|(_, value)| value.clone())
+    })
+}
+
+/// Providers whose metrics file (`--metrics-file`, or the env the provider reads) cannot be
+/// written: its directory must exist as a real directory root can write in (the kubelet runs
+/// plugins as root), and the file, if there, must be a regular file. The provider then loses
+/// its metrics but still answers, so these are warnings.
+#[cfg(unix)]
+fn metrics_files(root: &Path, config: &Config, d: &mut Diagnosis) {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    for p in &config.providers {
+        let Some(file) = provider_setting(p, "metrics-file", "CREDENTIAL_PROVIDER_METRICS_FILE")
+        else {
+            continue;
+        };
+        let node_file = Path::new(&file);
+        let reason = if !node_file.is_absolute() {
+            Some(
+                "it is not an absolute path, so it depends on the kubelet's working directory"
+                    .to_owned(),
+            )
+        } else {
+            let dir = node_file.parent().unwrap_or(Path::new("/"));
+            let on_host = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+            match std::fs::symlink_metadata(on_host(dir)) {
+                Err(e) => Some(format!(
+                    "its directory {} cannot be used: {e}",
+                    dir.display()
+                )),
+                Ok(meta) if !meta.is_dir() => Some(format!(
+                    "its directory {} is not a directory (a symlink is not followed)",
+                    dir.display()
+                )),
+                Ok(meta) if meta.uid() != 0 => Some(format!(
+                    "its directory {} is owned by uid {}, not by root, whom the kubelet runs plugins as",
+                    dir.display(),
+                    meta.uid()
+                )),
+                Ok(_) if read_only(&on_host(dir)) => Some(format!(
+                    "its directory {} is on a read-only filesystem",
+                    dir.display()
+                )),
+                Ok(_) => match std::fs::symlink_metadata(on_host(node_file)) {
+                    Ok(meta) if !meta.file_type().is_file() => Some(format!(
+                        "it is a {}, not a regular file",
+                        if meta.file_type().is_symlink() {
+                            "symlink"
+                        } else if meta.file_type().is_fifo() {
+                            "FIFO"
+                        } else if meta.is_dir() {
+                            "directory"
+                        } else {
+                            "special file"
+                        }
+                    )),
+                    _ => None,
+                },
+            }
+        };
+        if let Some(reason) = reason {
+            d.warnings.push(Finding {
+                provider: Some(p.name.clone()),
+                message: format!(
+                    "metrics file {file}: {reason}; the provider still answers, but its metrics are not written"
+                ),
+            });
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn metrics_files(_root: &Path, _config: &Config, _d: &mut Diagnosis) {}
+
+/// True when `dir` is on a filesystem mounted read-only (where even root cannot write).
+#[cfg(unix)]
+fn read_only(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `path` is a NUL-terminated string and `stat` a zeroed struct statvfs fills.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the duration of the call.
+    let rc = unsafe { libc::statvfs(path.as_ptr(), &mut stat) };
+    rc == 0 && stat.f_flag & libc::ST_RDONLY != 0
+}
+
+/// Runs every provider matching `image` as the kubelet would, with the `run` command's code, and
+/// records what would make its pull fail or go anonymous. No service-account token is sent:
+/// doctor cannot mint a pod's token.
+fn check_image(bin: &Path, config: &Config, image: &str, d: &mut Diagnosis) -> Result<(), String> {
+    let matched = explain::match_providers(&config.providers, image)?;
+    let opts = RunOptions {
+        bin_dir: bin.to_path_buf(),
+        sa_token: None,
+        sa_annotations: BTreeMap::new(),
+        timeout: PLUGIN_TIMEOUT,
+        show_secrets: false,
+    };
+    let names = matched.matching();
+    let mut runs: Vec<ProviderRun> = config
+        .providers
+        .iter()
+        .filter(|p| names.contains(&p.name.as_str()))
+        .map(|p| run::run_provider(p, &matched.normalized, &opts))
+        .collect();
+    if runs.is_empty() {
+        d.problem(
+            None,
+            format!(
+                "image {image}: no provider matches {}, so the kubelet pulls it anonymously",
+                matched.normalized
+            ),
+        );
+    }
+    for r in &mut runs {
+        match (&r.verdict, &r.kubelet_error) {
+            (Verdict::Skipped(_), _) => {
+                r.verdict = Verdict::Skipped("requireServiceAccount is true and doctor cannot mint a pod's service-account token, so it cannot run this provider (use `run --sa-token`)".to_owned());
+                d.warnings.push(Finding {
+                    provider: Some(r.name.clone()),
+                    message: format!(
+                        "image {image}: not run from doctor: requireServiceAccount is true and doctor cannot mint a pod's service-account token (check it with `run --sa-token`)"
+                    ),
+                });
+            }
+            (_, Some(error)) => d.problem(
+                Some(&r.name),
+                format!("image {image}: the kubelet would log: {}", error.trim_end()),
+            ),
+            _ if !r.usable() => d.problem(
+                Some(&r.name),
+                format!(
+                    "image {image}: the answer was accepted but none of its credentials apply to {}",
+                    matched.normalized
+                ),
+            ),
+            _ => {}
+        }
+    }
+    d.images.push(ImageCheck { matched, runs });
+    Ok(())
+}
 
 /// The RBAC the nodes need for each token audience (the API server's node audience
 /// restriction), as YAML; `None` without tokenAttributes.

@@ -428,6 +428,18 @@ pub fn doctor_json(d: &crate::doctor::Diagnosis) -> Value {
         "warnings": findings_json(&d.warnings),
         "validation": judged,
         "rbac": d.rbac,
+        "images": d.images.iter().map(|i| json!({
+            "image": i.matched.image,
+            "normalized": i.matched.normalized,
+            "matching": i.matched.matching(),
+            "result": i.verdict(),
+            "serviceAccountToken": "none: doctor cannot mint a pod's service-account token",
+            "providers": i.runs.iter().map(|run| {
+                let mut one = run_one_json(run);
+                one["result"] = json!(crate::doctor::run_verdict(run));
+                one
+            }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
     })
 }
 
@@ -480,6 +492,32 @@ pub fn doctor_human(d: &crate::doctor::Diagnosis) -> String {
     }
     for f in &d.warnings {
         let _ = writeln!(s, "warning{}: {}", who(f), f.message);
+    }
+    for i in &d.images {
+        let _ = writeln!(
+            s,
+            "image {} -> {}: {} (run without a service-account token: doctor cannot mint one)",
+            i.matched.image,
+            i.matched.normalized,
+            i.verdict()
+        );
+        if i.runs.is_empty() {
+            let _ = writeln!(s, "  no provider matches: the kubelet pulls it anonymously");
+        }
+        for run in &i.runs {
+            let detail = match (&run.verdict, &run.kubelet_error) {
+                (Verdict::Skipped(why), _) => why.clone(),
+                (_, Some(error)) => format!("the kubelet would log: {}", error.trim_end()),
+                _ if run.usable() => format!("credentials for {}", run.keys_used.join(", ")),
+                _ => "no credentials from it apply to this image".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "  {}: {}: {detail}",
+                run.name,
+                crate::doctor::run_verdict(run)
+            );
+        }
     }
     if let Some(rbac) = &d.rbac {
         let _ = writeln!(

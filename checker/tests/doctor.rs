@@ -399,3 +399,246 @@ fn an_unusable_token_cache_directory_is_a_warning() {
         vec!["token cache directory /var/lib/cache-link: it is not a directory (a symlink is not followed); the provider fetches a new token on every exec".to_owned()]
     );
 }
+
+/// A provider answering `registry.example.com` with a password that must never be printed.
+const ANSWER: &str = r#"cat >/dev/null
+printf '%s\n' '{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"Registry","auth":{"registry.example.com":{"username":"puller","password":"never-print-this-password"}}}'"#;
+
+#[test]
+fn images_run_their_matching_providers_as_the_kubelet_would() {
+    if kcp_testkit::skip_on_windows("doctor --image", "the fake providers are shell scripts") {
+        return;
+    }
+    let p = &PROFILES[0];
+    let config = v1_config(&format!(
+        "{}{}",
+        provider(""),
+        provider("")
+            .replace("my-plugin", "bad-plugin")
+            .replace("registry.example.com", "bad.example.com")
+    ));
+    let node = Node::new(p, &config, None, &[]);
+    let bin = on_node(&node.root, p.bin_dir);
+    write_script(&bin.join("my-plugin"), ANSWER);
+    write_script(
+        &bin.join("bad-plugin"),
+        "cat >/dev/null\necho 'bad-plugin: no credentials for bad.example.com: access denied' >&2\nexit 1",
+    );
+
+    let run = node.doctor(&["--image", "registry.example.com/team/app:v1"]);
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report}");
+    assert!(
+        !run.stdout.contains("never-print-this-password"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(problems(&report), Vec::<String>::new());
+    let image = &report["images"][0];
+    assert_eq!(image["image"], "registry.example.com/team/app:v1");
+    assert_eq!(image["normalized"], "registry.example.com/team/app");
+    assert_eq!(image["matching"], json!(["my-plugin"]));
+    assert_eq!(image["result"], "healthy");
+    assert_eq!(
+        image["serviceAccountToken"],
+        "none: doctor cannot mint a pod's service-account token"
+    );
+    let run_json = &image["providers"][0];
+    assert_eq!(run_json["result"], "healthy");
+    assert_eq!(run_json["keysUsed"], json!(["registry.example.com"]));
+    assert_eq!(run_json["auth"][0]["password"], "<redacted>");
+    assert_eq!(
+        run_json["argv"],
+        json!([bin.join("my-plugin").display().to_string()])
+    );
+    assert_eq!(
+        run_json["request"],
+        r#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1","image":"registry.example.com/team/app"}"#
+    );
+
+    // A failing provider, an image nobody matches: each is a problem naming it; the healthy
+    // image stays healthy.
+    let run = node.doctor(&[
+        "--image",
+        "bad.example.com/app",
+        "--image",
+        "registry.example.com/team/app:v1",
+        "--image",
+        "nginx:1.27",
+    ]);
+    let report = run.json();
+    assert_eq!(run.code, 1, "{report}");
+    assert_eq!(
+        problems(&report),
+        vec![
+            "image bad.example.com/app: the kubelet would log: error execing credential provider plugin bad-plugin for image bad.example.com/app: exit status 1: bad-plugin: no credentials for bad.example.com: access denied".to_owned(),
+            "image nginx:1.27: no provider matches docker.io/library/nginx, so the kubelet pulls it anonymously".to_owned(),
+        ]
+    );
+    let results: Vec<&serde_json::Value> = report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["result"])
+        .collect();
+    assert_eq!(results, vec!["broken", "healthy", "anonymous"]);
+    assert_eq!(report["images"][0]["providers"][0]["result"], "broken");
+    assert_eq!(report["images"][2]["providers"], json!([]));
+
+    // The same for people.
+    let run = check([
+        "doctor",
+        "--host-root",
+        &node.root.display().to_string(),
+        "--image",
+        "bad.example.com/app",
+        "--image",
+        "nginx:1.27",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("image bad.example.com/app -> bad.example.com/app: broken (run without a service-account token: doctor cannot mint one)\n  bad-plugin: broken: the kubelet would log: error execing credential provider plugin bad-plugin for image bad.example.com/app: exit status 1: bad-plugin: no credentials for bad.example.com: access denied\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("image nginx:1.27 -> docker.io/library/nginx: anonymous (run without a service-account token: doctor cannot mint one)\n  no provider matches: the kubelet pulls it anonymously\n"),
+        "{}",
+        run.stdout
+    );
+
+    // An image that is no image is a usage error.
+    let run = node.doctor(&["--image", "nginx::1"]);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+}
+
+#[test]
+fn providers_that_require_a_service_account_are_not_run_from_doctor() {
+    if kcp_testkit::skip_on_windows("doctor --image", "the fake providers are shell scripts") {
+        return;
+    }
+    let node = Node::new(&PROFILES[0], &v1_config(&provider(TOKENS)), None, &[]);
+    // It would fail if it ran.
+    write_script(
+        &on_node(&node.root, PROFILES[0].bin_dir).join("my-plugin"),
+        "exit 1",
+    );
+    let run = node.doctor(&[
+        "--kubelet-version",
+        "1.34",
+        "--image",
+        "registry.example.com/app",
+    ]);
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report}");
+    assert_eq!(
+        common::messages(&report, "warnings"),
+        vec!["image registry.example.com/app: not run from doctor: requireServiceAccount is true and doctor cannot mint a pod's service-account token (check it with `run --sa-token`)".to_owned()]
+    );
+    assert_eq!(report["images"][0]["result"], "not run");
+    assert_eq!(report["images"][0]["providers"][0]["result"], "not run");
+    assert_eq!(
+        report["images"][0]["providers"][0]["exitCode"],
+        serde_json::Value::Null
+    );
+}
+
+#[test]
+fn an_unusable_metrics_file_is_a_warning() {
+    let p = &PROFILES[0];
+    let dir = "/var/lib/kcp-metrics";
+    let file = "/var/lib/kcp-metrics/ecr.prom";
+    let warnings = |extra: &str, setup: &dyn Fn(&Path)| {
+        let node = Node::new(p, &v1_config(&provider(extra)), None, &[]);
+        setup(&node.root);
+        let run = node.doctor(&[]);
+        let report = run.json();
+        assert_eq!(run.code, 0, "metrics never fail a pull: {report}");
+        common::messages(&report, "warnings")
+    };
+    let args = format!("    args: [\"--metrics-file={file}\"]\n");
+    let env = format!(
+        "    env:\n      - name: CREDENTIAL_PROVIDER_METRICS_FILE\n        value: {file}\n"
+    );
+    let tail = "; the provider still answers, but its metrics are not written";
+
+    // A usable directory, with or without the file: nothing to say, either spelling.
+    let good = |root: &Path| std::fs::create_dir_all(on_node(root, dir)).unwrap();
+    assert_eq!(warnings(&args, &good), Vec::<String>::new());
+    assert_eq!(
+        warnings(&env, &|root: &Path| {
+            good(root);
+            std::fs::write(on_node(root, file), "# metrics\n").unwrap();
+        }),
+        Vec::<String>::new()
+    );
+    let spaced = format!("    args: [\"--metrics-file\", \"{file}\"]\n");
+    assert_eq!(warnings(&spaced, &good), Vec::<String>::new());
+
+    // No directory.
+    let missing = warnings(&args, &|_: &Path| {});
+    assert_eq!(missing.len(), 1);
+    assert!(
+        missing[0].starts_with(&format!(
+            "metrics file {file}: its directory {dir} cannot be used: "
+        )) && missing[0].ends_with(tail),
+        "{missing:?}"
+    );
+    // A symlinked directory.
+    assert_eq!(
+        warnings(&args, &|root: &Path| {
+            std::os::unix::fs::symlink("/tmp", on_node(root, dir)).unwrap();
+        }),
+        vec![format!(
+            "metrics file {file}: its directory {dir} is not a directory (a symlink is not followed){tail}"
+        )]
+    );
+    // A directory someone else owns (the tests may not run as root: then skip this case only).
+    if std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout == b"0\n")
+    {
+        assert_eq!(
+            warnings(&env, &|root: &Path| {
+                good(root);
+                std::os::unix::fs::chown(on_node(root, dir), Some(1000), None).unwrap();
+            }),
+            vec![format!(
+                "metrics file {file}: its directory {dir} is owned by uid 1000, not by root, whom the kubelet runs plugins as{tail}"
+            )]
+        );
+    }
+    // The file a symlink, or a FIFO.
+    assert_eq!(
+        warnings(&args, &|root: &Path| {
+            good(root);
+            std::os::unix::fs::symlink("/etc/passwd", on_node(root, file)).unwrap();
+        }),
+        vec![format!(
+            "metrics file {file}: it is a symlink, not a regular file{tail}"
+        )]
+    );
+    assert_eq!(
+        warnings(&args, &|root: &Path| {
+            good(root);
+            let status = std::process::Command::new("mkfifo")
+                .arg(on_node(root, file))
+                .status()
+                .unwrap();
+            assert!(status.success());
+        }),
+        vec![format!(
+            "metrics file {file}: it is a FIFO, not a regular file{tail}"
+        )]
+    );
+    // A relative path.
+    assert_eq!(
+        warnings("    args: [\"--metrics-file=ecr.prom\"]\n", &|_: &Path| {}),
+        vec![format!(
+            "metrics file ecr.prom: it is not an absolute path, so it depends on the kubelet's working directory{tail}"
+        )]
+    );
+}
