@@ -137,6 +137,13 @@ impl Diagnosis {
             message: message.into(),
         });
     }
+
+    fn warning(&mut self, provider: Option<&str>, message: impl Into<String>) {
+        self.warnings.push(Finding {
+            provider: provider.map(str::to_owned),
+            message: message.into(),
+        });
+    }
 }
 
 /// Runs the diagnosis; `Err` is a usage error.
@@ -535,12 +542,10 @@ fn token_caches(root: &Path, config: &Config, d: &mut Diagnosis) {
             Ok(_) => None,
         };
         if let Some(reason) = reason {
-            d.warnings.push(Finding {
-                provider: Some(p.name.clone()),
-                message: format!(
-                    "token cache directory {dir}: {reason}; the provider fetches a new token on every exec"
-                ),
-            });
+            d.warning(
+                Some(&p.name),
+                format!("token cache directory {dir}: {reason}; the provider fetches a new token on every exec"),
+            );
         }
     }
 }
@@ -620,12 +625,10 @@ fn metrics_files(root: &Path, config: &Config, d: &mut Diagnosis) {
             }
         };
         if let Some(reason) = reason {
-            d.warnings.push(Finding {
-                provider: Some(p.name.clone()),
-                message: format!(
-                    "metrics file {file}: {reason}; the provider still answers, but its metrics are not written"
-                ),
-            });
+            d.warning(
+                Some(&p.name),
+                format!("metrics file {file}: {reason}; the provider still answers, but its metrics are not written"),
+            );
         }
     }
 }
@@ -679,12 +682,10 @@ fn check_image(bin: &Path, config: &Config, image: &str, d: &mut Diagnosis) -> R
         match (&r.verdict, &r.kubelet_error) {
             (Verdict::Skipped(_), _) => {
                 r.verdict = Verdict::Skipped("requireServiceAccount is true and doctor cannot mint a pod's service-account token, so it cannot run this provider (use `run --sa-token`)".to_owned());
-                d.warnings.push(Finding {
-                    provider: Some(r.name.clone()),
-                    message: format!(
-                        "image {image}: not run from doctor: requireServiceAccount is true and doctor cannot mint a pod's service-account token (check it with `run --sa-token`)"
-                    ),
-                });
+                d.warning(
+                    Some(&r.name),
+                    format!("image {image}: not run from doctor: requireServiceAccount is true and doctor cannot mint a pod's service-account token (check it with `run --sa-token`)"),
+                );
             }
             (_, Some(error)) => d.problem(
                 Some(&r.name),
