@@ -36,7 +36,7 @@ const DROP_IN_NAME: &str = "50-kubelet-credential-providers.yaml";
 /// The suffix of the kept previous version of a replaced file.
 const PREVIOUS: &str = ".previous";
 /// Files on the host root whose ELF header names the host's architecture, in the order tried.
-const HOST_ELF: [&str; 4] = ["bin/sh", "usr/bin/sh", "usr/bin/env", "bin/busybox"];
+pub(crate) const HOST_ELF: [&str; 4] = ["bin/sh", "usr/bin/sh", "usr/bin/env", "bin/busybox"];
 
 /// `credential-provider-check install`: its options. Every option of `init` is accepted too, with
 /// the same meaning (`--platform`, `--providers`, `--service-account`, `--drop-in`, ...).
@@ -122,10 +122,10 @@ enum Verb {
 
 /// The architecture an ELF file is built for: its `e_machine`, and a name for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Machine(u16);
+pub(crate) struct Machine(pub(crate) u16);
 
 impl Machine {
-    fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self.0 {
             3 => "386".to_owned(),
             40 => "arm".to_owned(),
@@ -140,7 +140,7 @@ impl Machine {
 }
 
 /// The ELF `e_machine` of a file's header; `None` when the file is not ELF.
-fn elf_machine(head: &[u8]) -> Option<Machine> {
+pub(crate) fn elf_machine(head: &[u8]) -> Option<Machine> {
     if head.len() < 20 || &head[..4] != b"\x7fELF" {
         return None;
     }
@@ -155,7 +155,7 @@ fn elf_machine(head: &[u8]) -> Option<Machine> {
 /// `node_path` (absolute, as the node sees it) under `root`, following symlinks as the node
 /// would: an absolute link target is the node's, so it is resolved under `root` again, never in
 /// this container's own filesystem.
-fn resolve_under(root: &Path, node_path: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve_under(root: &Path, node_path: &Path) -> Option<PathBuf> {
     let mut pending: Vec<std::ffi::OsString> = node_path
         .components()
         .filter_map(|c| match c {

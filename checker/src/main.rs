@@ -2,7 +2,8 @@
 //! plugins exactly as the kubelet would, explaining every failure the kubelet hides.
 //!
 //! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules, and
-//!   the `args` of this project's providers checked against their command lines.
+//!   the `args` of this project's providers checked against their command lines; with
+//!   `--kubelet-version X.Y [--feature-gates ...]` (also on `run`), as that kubelet has them.
 //! - `match --config PATH IMAGE`: which providers the kubelet runs for an image, and why not.
 //! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
 //! - `init --provider P [--platform P] [--service-account] ...`: print a config for our providers
@@ -10,11 +11,15 @@
 //! - `install --host-root DIR --from DIR --provider P [--platform P] ...`: put the binaries and
 //!   `init`'s config on a node whose root is mounted at DIR (the DaemonSet in deploy/); `wait`:
 //!   that DaemonSet's main container, which has no shell to sleep in.
+//! - `doctor [--host-root DIR] [--image IMAGE]...`: find the running kubelet, its flags, gates and
+//!   version, say what its next pull will do and run the providers matching each IMAGE (exit 1
+//!   when it fails or goes anonymous).
 //!
 //! Exit status: 0 yes (valid / a provider matches / usable credentials / config printed), 1 no
 //! (for `init`: the kubelet would refuse what the options ask for), 2 usage error. Every error is
 //! one line on stderr.
 
+mod doctor;
 mod explain;
 mod init;
 mod install;
@@ -30,6 +35,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use kcp_kubelet::duration::GoDuration;
 
+use kcp_kubelet::kubelet_version::Kubelet;
 use kcp_kubelet::{config, validate};
 
 use crate::report::Format;
@@ -59,6 +65,8 @@ enum Command {
         /// The kubelet's --image-credential-provider-bin-dir: check each binary is there and executable.
         #[arg(long)]
         bin_dir: Option<PathBuf>,
+        #[command(flatten)]
+        kubelet: KubeletArgs,
     },
     /// Show which providers the kubelet would run for IMAGE, and why each pattern does not match.
     Match {
@@ -90,6 +98,8 @@ enum Command {
         /// Kill a plugin after this long (the kubelet's fixed timeout is 60s).
         #[arg(long, default_value = "60s")]
         timeout: GoDuration,
+        #[command(flatten)]
+        kubelet: KubeletArgs,
     },
     /// Print a CredentialProviderConfig for this project's providers, from their defaults per platform.
     Init(Box<init::InitArgs>),
@@ -98,6 +108,29 @@ enum Command {
     Install(Box<install::InstallArgs>),
     /// Wait for SIGTERM, then exit 0: the DaemonSet's main container after the install.
     Wait,
+    /// Find the running kubelet (under --host-root) and say what its next pull will do.
+    Doctor(Box<doctor::DoctorArgs>),
+}
+
+/// The kubelet a config is judged for (`validate`, `run`); without them, the newest one.
+#[derive(Debug, clap::Args)]
+struct KubeletArgs {
+    /// Judge the config as this kubelet version does (1.26 to 1.37: 1.32, v1.32, 1.32.4); default: the newest.
+    #[arg(long, value_name = "VERSION")]
+    kubelet_version: Option<String>,
+    /// The kubelet's --feature-gates, e.g. KubeletServiceAccountTokenForCredentialProviders=true.
+    #[arg(long, value_name = "NAME=BOOL,...")]
+    feature_gates: Option<String>,
+}
+
+impl KubeletArgs {
+    /// The kubelet to judge for; `Err` is a usage error.
+    fn kubelet(&self) -> Result<Kubelet, String> {
+        Kubelet::new(
+            self.kubelet_version.as_deref(),
+            self.feature_gates.as_deref(),
+        )
+    }
 }
 
 fn parse_annotation(text: &str) -> Result<(String, String), String> {
@@ -210,9 +243,10 @@ fn load_valid(
     format: Format,
     path: &Path,
     bin_dir: Option<&Path>,
+    kubelet: &Kubelet,
     quiet_when_valid: bool,
 ) -> Result<(config::Config, bool), u8> {
-    let config = match config::load(path) {
+    let config = match config::load_for(path, kubelet) {
         Ok(config) => config,
         Err(e) => {
             emit(
@@ -223,7 +257,7 @@ fn load_valid(
             return Err(NO);
         }
     };
-    let v = validate::validate(&config, bin_dir);
+    let v = validate::validate_for(&config, bin_dir, kubelet);
     if !quiet_when_valid || !v.ok() {
         emit(
             format,
@@ -259,8 +293,27 @@ fn execute(cli: &Cli) -> Result<u8, String> {
             finish("install", install::run(args))
         }
         Command::Wait => install::wait_for_termination(),
-        Command::Validate { config, bin_dir } => Ok(
-            match load_valid(format, config, bin_dir.as_deref(), false) {
+        Command::Doctor(args) => {
+            let d = doctor::diagnose(args)?;
+            emit(
+                format,
+                || report::doctor_human(&d),
+                || report::doctor_json(&d),
+            );
+            Ok(if d.healthy() { 0 } else { NO })
+        }
+        Command::Validate {
+            config,
+            bin_dir,
+            kubelet,
+        } => Ok(
+            match load_valid(
+                format,
+                config,
+                bin_dir.as_deref(),
+                &kubelet.kubelet()?,
+                false,
+            ) {
                 Ok((_, true)) => 0,
                 Ok((_, false)) => NO,
                 Err(code) => code,
@@ -295,7 +348,9 @@ fn execute(cli: &Cli) -> Result<u8, String> {
             sa_annotation,
             show_secrets,
             timeout,
+            kubelet,
         } => {
+            let kubelet = kubelet.kubelet()?;
             let sa_token = match sa_token {
                 Some(path) => Some(
                     std::fs::read_to_string(path)
@@ -311,7 +366,7 @@ fn execute(cli: &Cli) -> Result<u8, String> {
                 .ok_or_else(|| format!("--timeout must be positive, got {timeout}"))?;
             let normalized_check = explain::normalize(image)?;
             // Plugins that refuse their args still run: their own refusal is shown too.
-            let config = match load_valid(format, config, Some(bin_dir), true) {
+            let config = match load_valid(format, config, Some(bin_dir), &kubelet, true) {
                 Ok((c, _)) => c,
                 Err(code) => return Ok(code),
             };

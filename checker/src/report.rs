@@ -401,3 +401,138 @@ pub fn run_human(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> String 
     );
     s
 }
+
+/// `doctor` as JSON.
+pub fn doctor_json(d: &crate::doctor::Diagnosis) -> Value {
+    let judged = match &d.judged {
+        None => Value::Null,
+        Some(Ok((config, v))) => validation_json(config, v),
+        Some(Err(e)) => load_error_json(e),
+    };
+    json!({
+        "healthy": d.healthy(),
+        "hostRoot": d.host_root.display().to_string(),
+        "kubelet": d.kubelet.as_ref().map(|k| json!({
+            "pid": k.pid,
+            "argv": k.argv,
+            "exe": k.exe.as_ref().map(|e| e.display().to_string()),
+            "embeddedInK3s": k.embedded_k3s,
+        })),
+        "kubeletVersion": d.version.as_ref().map(|(v, _)| v),
+        "kubeletVersionFrom": d.version.as_ref().map(|(_, from)| from),
+        "imageCredentialProviderConfig": d.config_path,
+        "imageCredentialProviderBinDir": d.bin_dir,
+        "featureGates": d.feature_gates,
+        "imagePullCredentialsVerificationPolicy": d.pull_credentials_policy,
+        "problems": findings_json(&d.problems),
+        "warnings": findings_json(&d.warnings),
+        "validation": judged,
+        "rbac": d.rbac,
+        "images": d.images.iter().map(|i| json!({
+            "image": i.matched.image,
+            "normalized": i.matched.normalized,
+            "matching": i.matched.matching(),
+            "result": i.verdict(),
+            "serviceAccountToken": "none: doctor cannot mint a pod's service-account token",
+            "providers": i.runs.iter().map(|run| {
+                let mut one = run_one_json(run);
+                one["result"] = json!(crate::doctor::run_verdict(run));
+                one
+            }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `doctor` for people.
+pub fn doctor_human(d: &crate::doctor::Diagnosis) -> String {
+    let mut s = String::new();
+    match &d.kubelet {
+        Some(k) => {
+            let _ = writeln!(
+                s,
+                "kubelet: pid {} ({}){}",
+                k.pid,
+                k.argv.first().map(String::as_str).unwrap_or(""),
+                if k.embedded_k3s {
+                    ", embedded in k3s"
+                } else {
+                    ""
+                }
+            );
+        }
+        None => {
+            let _ = writeln!(s, "kubelet: not found under {}", d.host_root.display());
+        }
+    }
+    if let Some((v, from)) = &d.version {
+        let _ = writeln!(s, "version: {v} (from {from})");
+    }
+    for (label, value) in [
+        ("--image-credential-provider-config", &d.config_path),
+        ("--image-credential-provider-bin-dir", &d.bin_dir),
+        (
+            "imagePullCredentialsVerificationPolicy",
+            &d.pull_credentials_policy,
+        ),
+    ] {
+        if let Some(value) = value {
+            let _ = writeln!(s, "{label}: {value}");
+        }
+    }
+    if !d.feature_gates.is_empty() {
+        let gates: Vec<String> = d
+            .feature_gates
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let _ = writeln!(s, "feature gates: {}", gates.join(","));
+    }
+    for f in &d.problems {
+        let _ = writeln!(s, "problem{}: {}", who(f), f.message);
+    }
+    for f in &d.warnings {
+        let _ = writeln!(s, "warning{}: {}", who(f), f.message);
+    }
+    for i in &d.images {
+        let _ = writeln!(
+            s,
+            "image {} -> {}: {} (run without a service-account token: doctor cannot mint one)",
+            i.matched.image,
+            i.matched.normalized,
+            i.verdict()
+        );
+        if i.runs.is_empty() {
+            let _ = writeln!(s, "  no provider matches: the kubelet pulls it anonymously");
+        }
+        for run in &i.runs {
+            let detail = match (&run.verdict, &run.kubelet_error) {
+                (Verdict::Skipped(why), _) => why.clone(),
+                (_, Some(error)) => format!("the kubelet would log: {}", error.trim_end()),
+                _ if run.usable() => format!("credentials for {}", run.keys_used.join(", ")),
+                _ => "no credentials from it apply to this image".to_owned(),
+            };
+            let _ = writeln!(
+                s,
+                "  {}: {}: {detail}",
+                run.name,
+                crate::doctor::run_verdict(run)
+            );
+        }
+    }
+    if let Some(rbac) = &d.rbac {
+        let _ = writeln!(
+            s,
+            "RBAC the nodes need for their token audiences (apply with kubectl apply -f -):\n{rbac}"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "result: {}",
+        if d.healthy() {
+            "healthy"
+        } else {
+            "BROKEN (the next pull fails or goes anonymous)"
+        }
+    );
+    s
+}

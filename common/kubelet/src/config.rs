@@ -11,6 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::duration::GoDuration;
+use crate::kubelet_version::{Feature, Kubelet};
 use crate::yaml11::{self, Entry, Node};
 
 /// The config kind.
@@ -28,13 +29,15 @@ pub enum ConfigVersion {
 }
 
 impl ConfigVersion {
-    fn parse(api_version: &str) -> Option<Self> {
-        match api_version {
-            "kubelet.config.k8s.io/v1alpha1" => Some(ConfigVersion::V1alpha1),
-            "kubelet.config.k8s.io/v1beta1" => Some(ConfigVersion::V1beta1),
-            "kubelet.config.k8s.io/v1" => Some(ConfigVersion::V1),
-            _ => None,
-        }
+    /// The version, if `kubelet` registers it.
+    fn parse(api_version: &str, kubelet: &Kubelet) -> Option<Self> {
+        let (version, feature) = match api_version {
+            "kubelet.config.k8s.io/v1alpha1" => (ConfigVersion::V1alpha1, Feature::ConfigV1alpha1),
+            "kubelet.config.k8s.io/v1beta1" => (ConfigVersion::V1beta1, Feature::ConfigV1beta1),
+            "kubelet.config.k8s.io/v1" => (ConfigVersion::V1, Feature::ConfigV1),
+            _ => return None,
+        };
+        kubelet.knows(feature).then_some(version)
     }
 }
 
@@ -112,13 +115,21 @@ impl LoadError {
     }
 }
 
-/// Loads a config file or directory as a 1.34+ kubelet does.
+/// Loads a config file or directory as the newest kubelet does.
 pub fn load(path: &Path) -> Result<Config, LoadError> {
+    load_for(path, &Kubelet::newest())
+}
+
+/// Loads a config file or (1.34+) directory as `kubelet` does.
+pub fn load_for(path: &Path, kubelet: &Kubelet) -> Result<Config, LoadError> {
     if path.as_os_str().is_empty() {
         return Err(LoadError::new(
             None,
             "credential provider config path is empty",
         ));
+    }
+    if !kubelet.knows(Feature::ConfigDirectory) {
+        return load_single_file(path, kubelet);
     }
     let meta = std::fs::metadata(path).map_err(|e| {
         LoadError::new(
@@ -130,7 +141,7 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
         )
     })?;
     if !meta.is_dir() {
-        let providers = load_file(path)?;
+        let providers = load_file_for(path, kubelet)?;
         return Ok(Config {
             files: vec![path.to_path_buf()],
             directory: false,
@@ -144,7 +155,7 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
         providers: Vec::new(),
     };
     for file in &files {
-        config.providers.extend(load_file(file)?);
+        config.providers.extend(load_file_for(file, kubelet)?);
     }
     // The directory merge rejects repeated names before validation runs.
     let mut seen = std::collections::HashSet::new();
@@ -197,15 +208,55 @@ fn config_files(dir: &Path) -> Result<Vec<PathBuf>, LoadError> {
     Ok(files)
 }
 
-/// Reads and decodes one file.
-pub fn load_file(file: &Path) -> Result<Vec<Provider>, LoadError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| LoadError::new(Some(file), format!("unable to read config file: {e}")))?;
-    decode(&text, file).map_err(|message| LoadError::new(Some(file), message))
+/// A kubelet before 1.34 reads the path as one file (`os.ReadFile`), so a directory fails with
+/// Go's `read <path>: is a directory`.
+fn load_single_file(path: &Path, kubelet: &Kubelet) -> Result<Config, LoadError> {
+    let unreadable = |reason: String| {
+        LoadError::new(
+            None,
+            format!(
+                "unable to read external registry credential provider configuration from {:?}: {reason}",
+                path.display().to_string()
+            ),
+        )
+    };
+    if path.is_dir() {
+        return Err(unreadable(format!(
+            "read {}: is a directory",
+            path.display()
+        )));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+    let providers =
+        decode_for(&text, path, kubelet).map_err(|message| LoadError::new(Some(path), message))?;
+    Ok(Config {
+        files: vec![path.to_path_buf()],
+        directory: false,
+        providers,
+    })
 }
 
-/// Decodes one document (YAML or JSON) strictly; `Err` holds the kubelet's message.
+/// Reads and decodes one file as the newest kubelet does.
+pub fn load_file(file: &Path) -> Result<Vec<Provider>, LoadError> {
+    load_file_for(file, &Kubelet::newest())
+}
+
+/// Reads and decodes one file as `kubelet` does.
+pub fn load_file_for(file: &Path, kubelet: &Kubelet) -> Result<Vec<Provider>, LoadError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| LoadError::new(Some(file), format!("unable to read config file: {e}")))?;
+    decode_for(&text, file, kubelet).map_err(|message| LoadError::new(Some(file), message))
+}
+
+/// Decodes one document (YAML or JSON) strictly as the newest kubelet does; `Err` holds its
+/// message.
 pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
+    decode_for(text, source, &Kubelet::newest())
+}
+
+/// Decodes one document (YAML or JSON) strictly as `kubelet` does: the fields it knows depend on
+/// its version (see [`crate::kubelet_version`]).
+pub fn decode_for(text: &str, source: &Path, kubelet: &Kubelet) -> Result<Vec<Provider>, String> {
     let mut doc = yaml11::parse(text)?;
     // The conversion to JSON fails on its own (a null key, an infinite number) before any decoding.
     yaml11::check_json(&doc.root)?;
@@ -241,7 +292,7 @@ pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
     if api_version.is_empty() {
         return Err("Object 'apiVersion' is missing in config".to_owned());
     }
-    let version = match ConfigVersion::parse(&api_version) {
+    let version = match ConfigVersion::parse(&api_version, kubelet) {
         Some(v) if kind == CONFIG_KIND => v,
         _ => {
             return Err(format!(
@@ -251,6 +302,7 @@ pub fn decode(text: &str, source: &Path) -> Result<Vec<Provider>, String> {
     };
     let mut walk = Walk {
         version,
+        kubelet: kubelet.clone(),
         unknown: Vec::new(),
         source: source.to_path_buf(),
     };
@@ -276,6 +328,7 @@ fn get<'a>(map: &'a [Entry], key: &str) -> Option<&'a Node> {
 /// reported together, after the decode) and failing at once on a type error (as Go does).
 struct Walk {
     version: ConfigVersion,
+    kubelet: Kubelet,
     unknown: Vec<String>,
     source: PathBuf,
 }
@@ -335,8 +388,8 @@ impl Walk {
             "args",
             "env",
         ];
-        // tokenAttributes exists only in the v1 config types (KEP-4412).
-        if self.version == ConfigVersion::V1 {
+        // tokenAttributes exists only in the v1 config types (KEP-4412), since 1.33.
+        if self.version == ConfigVersion::V1 && self.kubelet.knows(Feature::TokenAttributes) {
             known.push("tokenAttributes");
         }
         let prefix = format!("providers[{index}].");
@@ -401,17 +454,18 @@ impl Walk {
         attrs: &[Entry],
         prefix: &str,
     ) -> Result<TokenAttributes, String> {
-        self.check_fields(
-            attrs,
-            &[
-                "serviceAccountTokenAudience",
-                "cacheType",
-                "requireServiceAccount",
-                "requiredServiceAccountAnnotationKeys",
-                "optionalServiceAccountAnnotationKeys",
-            ],
-            &format!("{prefix}tokenAttributes."),
-        );
+        let mut known = vec![
+            "serviceAccountTokenAudience",
+            "requireServiceAccount",
+            "requiredServiceAccountAnnotationKeys",
+            "optionalServiceAccountAnnotationKeys",
+        ];
+        // 1.33 had no cacheType.
+        let cache_type_known = self.kubelet.knows(Feature::CacheType);
+        if cache_type_known {
+            known.push("cacheType");
+        }
+        self.check_fields(attrs, &known, &format!("{prefix}tokenAttributes."));
         let field =
             |name: &str| format!("ServiceAccountTokenAttributes.providers.tokenAttributes.{name}");
         Ok(TokenAttributes {
@@ -419,7 +473,11 @@ impl Walk {
                 get(attrs, "serviceAccountTokenAudience"),
                 &field("serviceAccountTokenAudience"),
             )?,
-            cache_type: string(get(attrs, "cacheType"), &field("cacheType"))?,
+            cache_type: if cache_type_known {
+                string(get(attrs, "cacheType"), &field("cacheType"))?
+            } else {
+                String::new()
+            },
             require_service_account: match get(attrs, "requireServiceAccount") {
                 None | Some(Node::Null) => None,
                 Some(Node::Bool(b)) => Some(*b),

@@ -10,7 +10,8 @@
 //! - [`mirror`]: the `--registry-mirror SRC:DST` flag providers share (and the checker reads).
 //! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
 //! - [`secret`]: a string type that never prints its value (the response's password).
-//! - [`config`], [`validate`]: `CredentialProviderConfig` read and validated as the kubelet does.
+//! - [`config`], [`validate`]: `CredentialProviderConfig` read and validated as the kubelet does,
+//!   for the kubelet version and feature gates [`kubelet_version`] describes.
 //! - [`exec`]: the kubelet's side of an exec: run a plugin and decode its answer strictly.
 //! - [`stdout_shape`]: a plugin's stdout described and shown without its values.
 //! - [`flags`]: the command lines of this project's providers, checked alike by them and the checker.
@@ -23,6 +24,7 @@ pub mod duration;
 pub mod exec;
 pub mod flags;
 pub mod image;
+pub mod kubelet_version;
 pub mod matching;
 pub mod mirror;
 pub mod protocol;

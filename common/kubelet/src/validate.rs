@@ -12,12 +12,20 @@ use std::path::Path;
 use crate::matching::{MatchOutcome, Side, explain, match_image};
 
 use crate::config::{Config, Provider};
+use crate::kubelet_version::{Feature, Kubelet, SA_TOKEN_GATE};
 
-/// The provider API versions the kubelet knows, sorted as its message lists them.
-const API_VERSIONS: [&str; 3] = [
-    "credentialprovider.kubelet.k8s.io/v1",
-    "credentialprovider.kubelet.k8s.io/v1alpha1",
-    "credentialprovider.kubelet.k8s.io/v1beta1",
+/// The provider API versions, sorted as the kubelet's message lists them, with the table row
+/// that says which kubelets know each.
+const API_VERSIONS: [(&str, Feature); 3] = [
+    ("credentialprovider.kubelet.k8s.io/v1", Feature::ProviderV1),
+    (
+        "credentialprovider.kubelet.k8s.io/v1alpha1",
+        Feature::ProviderV1alpha1,
+    ),
+    (
+        "credentialprovider.kubelet.k8s.io/v1beta1",
+        Feature::ProviderV1beta1,
+    ),
 ];
 
 /// One finding about a provider (or the whole config when `provider` is `None`).
@@ -81,8 +89,15 @@ fn aggregate(errors: &[Finding]) -> Option<String> {
     ))
 }
 
-/// Validates a loaded config; with `bin_dir`, also the kubelet's start-up binary checks.
+/// Validates a loaded config as the newest kubelet does; with `bin_dir`, also the kubelet's
+/// start-up binary checks.
 pub fn validate(config: &Config, bin_dir: Option<&Path>) -> Validation {
+    validate_for(config, bin_dir, &Kubelet::newest())
+}
+
+/// Validates a loaded config as `kubelet` (its version and feature gates) does; with `bin_dir`,
+/// also the start-up binary checks.
+pub fn validate_for(config: &Config, bin_dir: Option<&Path>, kubelet: &Kubelet) -> Validation {
     let mut v = Validation::default();
     let fatal = |v: &mut Validation, p: Option<&Provider>, message: String| {
         v.errors.push(Finding {
@@ -99,11 +114,23 @@ pub fn validate(config: &Config, bin_dir: Option<&Path>) -> Validation {
     }
     let mut seen_names = BTreeSet::new();
     for p in &config.providers {
-        for message in provider_errors(p, &mut seen_names) {
+        for message in provider_errors(p, &mut seen_names, kubelet) {
             fatal(&mut v, Some(p), message);
         }
-        warnings(p, &mut v.warnings, &mut v.notes);
+        warnings(p, &mut v.warnings);
+        if p.token_attributes.is_some() && kubelet.is_default() {
+            v.notes.push(Finding {
+                provider: Some(p.name.clone()),
+                message: format!("tokenAttributes needs the {SA_TOKEN_GATE} gate (beta, on since 1.34); with it off the kubelet fails with \"providers.tokenAttributes: Forbidden: {}\"", gate_off_detail()),
+            });
+        }
         v.arguments.extend(argument_errors(p));
+    }
+    if !kubelet.is_default() {
+        v.notes.push(Finding {
+            provider: None,
+            message: kubelet.describe(),
+        });
     }
     if let Some(dir) = bin_dir {
         registration(config, dir, &mut v.registration);
@@ -111,8 +138,27 @@ pub fn validate(config: &Config, bin_dir: Option<&Path>) -> Validation {
     v
 }
 
-/// The rules for one provider, in `validateCredentialProviderConfig`'s order.
-fn provider_errors(p: &Provider, seen_names: &mut BTreeSet<String>) -> Vec<String> {
+/// Rule 13's detail.
+fn gate_off_detail() -> String {
+    format!("tokenAttributes is not supported when {SA_TOKEN_GATE} feature gate is disabled")
+}
+
+/// A `Required value` error: kubelets before 1.34 repeat the field name as its detail.
+fn required(path: &str, kubelet: &Kubelet) -> String {
+    if kubelet.knows(Feature::TerseMessages) {
+        format!("{path}: Required value")
+    } else {
+        let field = path.rsplit('.').next().unwrap_or(path);
+        format!("{path}: Required value: {field} is required")
+    }
+}
+
+/// The rules for one provider, in `validateCredentialProviderConfig`'s order, as `kubelet` has them.
+fn provider_errors(
+    p: &Provider,
+    seen_names: &mut BTreeSet<String>,
+    kubelet: &Kubelet,
+) -> Vec<String> {
     let mut errs = Vec::new();
     let name = &p.name;
     let invalid_name = |detail: &str| format!("providers.name: Invalid value: {name:?}: {detail}");
@@ -131,13 +177,18 @@ fn provider_errors(p: &Provider, seen_names: &mut BTreeSet<String>) -> Vec<Strin
     if !seen_names.insert(name.clone()) {
         errs.push(format!("providers.name: Duplicate value: {name:?}"));
     }
+    let known_api_versions: Vec<&str> = API_VERSIONS
+        .iter()
+        .filter(|(_, feature)| kubelet.knows(*feature))
+        .map(|(version, _)| *version)
+        .collect();
     if p.api_version.is_empty() {
-        errs.push("providers.apiVersion: Required value".into());
-    } else if !API_VERSIONS.contains(&p.api_version.as_str()) {
+        errs.push(required("providers.apiVersion", kubelet));
+    } else if !known_api_versions.contains(&p.api_version.as_str()) {
         errs.push(format!(
             "providers.apiVersion: Unsupported value: {:?}: supported values: {}",
             p.api_version,
-            quoted_list(&API_VERSIONS)
+            quoted_list(&known_api_versions)
         ));
     }
     if p.match_images.is_empty() {
@@ -154,23 +205,30 @@ fn provider_errors(p: &Provider, seen_names: &mut BTreeSet<String>) -> Vec<Strin
         }
     }
     match p.default_cache_duration {
-        None => errs.push("providers.defaultCacheDuration: Required value".into()),
-        Some(d) if d.is_negative() => errs.push(format!(
+        None => errs.push(required("providers.defaultCacheDuration", kubelet)),
+        Some(d) if d.is_negative() && kubelet.knows(Feature::TerseMessages) => errs.push(format!(
             "providers.defaultCacheDuration: Invalid value: \"{d}\": must be greater than or equal to 0"
+        )),
+        Some(d) if d.is_negative() => errs.push(format!(
+            "providers.defaultCacheDuration: Invalid value: {d}: defaultCacheDuration must be greater than or equal to 0"
         )),
         Some(_) => {}
     }
     if let Some(ta) = &p.token_attributes {
         let path = "providers.tokenAttributes";
-        // Rule 13 (feature gate off) cannot be judged from the config: the gate is beta and on
-        // by default since 1.34; see the warning below for older kubelets.
+        // Rule 13: the decode only lets tokenAttributes through on a kubelet that knows it, so
+        // here only the gate decides.
+        if !kubelet.allows(Feature::TokenAttributes) {
+            errs.push(format!("{path}: Forbidden: {}", gate_off_detail()));
+        }
         if ta.audience.is_empty() {
-            errs.push(format!(
-                "{path}.serviceAccountTokenAudience: Required value"
+            errs.push(required(
+                &format!("{path}.serviceAccountTokenAudience"),
+                kubelet,
             ));
         }
         if ta.require_service_account.is_none() {
-            errs.push(format!("{path}.requireServiceAccount: Required value"));
+            errs.push(required(&format!("{path}.requireServiceAccount"), kubelet));
         }
         if p.api_version != "credentialprovider.kubelet.k8s.io/v1" {
             errs.push(format!(
@@ -207,6 +265,8 @@ fn provider_errors(p: &Provider, seen_names: &mut BTreeSet<String>) -> Vec<Strin
             ));
         }
         match ta.cache_type.as_str() {
+            // 1.33 has no cacheType (its decode refuses the field).
+            _ if !kubelet.knows(Feature::CacheType) => {}
             "" => errs.push(format!(
                 "{path}.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token"
             )),
@@ -343,7 +403,7 @@ fn is_dns1123_subdomain(value: &str) -> bool {
 }
 
 /// Things the kubelet accepts that never work, and traps across versions.
-fn warnings(p: &Provider, out: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
+fn warnings(p: &Provider, out: &mut Vec<Finding>) {
     let mut warn = |message: String| {
         out.push(Finding {
             provider: Some(p.name.clone()),
@@ -377,14 +437,10 @@ fn warnings(p: &Provider, out: &mut Vec<Finding>, notes: &mut Vec<Finding>) {
         }
     }
     mirror_warnings(p, &mut warn);
-    if let Some(ta) = &p.token_attributes {
-        if ta.cache_type.is_empty() {
-            warn("tokenAttributes without cacheType was accepted by kubelet 1.33 but stops a 1.34+ kubelet from starting (kubernetes/kubernetes#132617)".into());
-        }
-        notes.push(Finding {
-            provider: Some(p.name.clone()),
-            message: "tokenAttributes needs the KubeletServiceAccountTokenForCredentialProviders gate (beta, on since 1.34); with it off the kubelet fails with \"providers.tokenAttributes: Forbidden: tokenAttributes is not supported when KubeletServiceAccountTokenForCredentialProviders feature gate is disabled\"".into(),
-        });
+    if let Some(ta) = &p.token_attributes
+        && ta.cache_type.is_empty()
+    {
+        warn("tokenAttributes without cacheType was accepted by kubelet 1.33 but stops a 1.34+ kubelet from starting (kubernetes/kubernetes#132617)".into());
     }
 }
 
@@ -542,8 +598,8 @@ mod tests {
             source: Default::default(),
         };
         let found = |p: &Provider| {
-            let (mut w, mut n) = (vec![], vec![]);
-            warnings(p, &mut w, &mut n);
+            let mut w = vec![];
+            warnings(p, &mut w);
             w.into_iter().map(|f| f.message).collect::<Vec<_>>()
         };
         let covered = provider(
