@@ -190,6 +190,12 @@ fn problems(report: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn a_healthy_node_of_every_platform() {
+    if kcp_testkit::skip_on_windows(
+        "a_healthy_node_of_every_platform",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     for p in &PROFILES {
         let node = Node::new(p, &v1_config(&provider("")), None, &[]);
         let run = node.doctor(&[]);
@@ -217,6 +223,12 @@ fn a_healthy_node_of_every_platform() {
 
 #[test]
 fn token_attributes_on_a_1_32_kubelet_break_every_platform() {
+    if kcp_testkit::skip_on_windows(
+        "token_attributes_on_a_1_32_kubelet_break_every_platform",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     for p in &PROFILES {
         let node = Node::new(p, &v1_config(&provider(TOKENS)), None, &[]);
         let run = node.doctor(&[]);
@@ -237,6 +249,12 @@ fn token_attributes_on_a_1_32_kubelet_break_every_platform() {
 
 #[test]
 fn gates_come_from_the_kubelet_config_file_and_flags_and_rbac_is_printed() {
+    if kcp_testkit::skip_on_windows(
+        "gates_come_from_the_kubelet_config_file_and_flags_and_rbac_is_printed",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let kubelet_config = format!(
         "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  {GATE}: true\nimagePullCredentialsVerificationPolicy: NeverVerifyPreloadedImages\n"
     );
@@ -290,6 +308,12 @@ fn gates_come_from_the_kubelet_config_file_and_flags_and_rbac_is_printed() {
 
 #[test]
 fn kubelet_version_flag_overrides_the_binary() {
+    if kcp_testkit::skip_on_windows(
+        "kubelet_version_flag_overrides_the_binary",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let node = Node::new(&PROFILES[0], &v1_config(&provider(TOKENS)), None, &[]);
     let run = node.doctor(&["--kubelet-version", "v1.34.0"]);
     let report = run.json();
@@ -303,6 +327,12 @@ fn kubelet_version_flag_overrides_the_binary() {
 
 #[test]
 fn a_missing_or_foreign_binary_is_a_problem() {
+    if kcp_testkit::skip_on_windows(
+        "a_missing_or_foreign_binary_is_a_problem",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let p = &PROFILES[1];
     let two = v1_config(&format!(
         "{}{}",
@@ -338,6 +368,12 @@ fn a_missing_or_foreign_binary_is_a_problem() {
 
 #[test]
 fn a_kubelet_without_provider_flags_goes_anonymous() {
+    if kcp_testkit::skip_on_windows(
+        "a_kubelet_without_provider_flags_goes_anonymous",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let dir = TempDir::new("doctor-noflags");
     let pid = dir.path().join("proc/77");
     std::fs::create_dir_all(&pid).unwrap();
@@ -361,6 +397,12 @@ fn a_kubelet_without_provider_flags_goes_anonymous() {
 
 #[test]
 fn no_kubelet_and_a_wrong_root() {
+    if kcp_testkit::skip_on_windows(
+        "no_kubelet_and_a_wrong_root",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let dir = TempDir::new("doctor-empty");
     std::fs::create_dir_all(dir.path().join("proc/1")).unwrap();
     std::fs::write(dir.path().join("proc/1/cmdline"), b"/sbin/init\0").unwrap();
@@ -385,6 +427,12 @@ fn no_kubelet_and_a_wrong_root() {
 
 #[test]
 fn an_unusable_token_cache_directory_is_a_warning() {
+    if kcp_testkit::skip_on_windows(
+        "an_unusable_token_cache_directory_is_a_warning",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let p = &PROFILES[0];
     let config = v1_config(&provider(
         "    args: [\"--token-cache-dir=/var/lib/cache-link\"]\n",
@@ -547,6 +595,12 @@ fn providers_that_require_a_service_account_are_not_run_from_doctor() {
 
 #[test]
 fn an_unusable_metrics_file_is_a_warning() {
+    if kcp_testkit::skip_on_windows(
+        "an_unusable_metrics_file_is_a_warning",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
     let p = &PROFILES[0];
     let dir = "/var/lib/kcp-metrics";
     let file = "/var/lib/kcp-metrics/ecr.prom";

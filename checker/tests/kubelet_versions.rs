@@ -245,6 +245,12 @@ fn versions_and_gates_outside_the_table_are_usage_errors() {
 
 #[test]
 fn run_judges_the_config_as_the_given_kubelet_before_any_exec() {
+    if kcp_testkit::skip_on_windows(
+        "run_judges_the_config_as_the_given_kubelet_before_any_exec",
+        "its fake plugin is a shell script",
+    ) {
+        return;
+    }
     let dir = TempDir::new("versions-run");
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();

@@ -79,8 +79,10 @@ fn one_exec_adds_one_fetched_request_and_a_success_time() {
             ),
         ])
     );
+    // A Windows binary gives the file the token cache's access list instead (wine shows it as a
+    // Unix mode of its own).
     #[cfg(unix)]
-    {
+    if !kcp_testkit::windows_target() {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
         assert_eq!(
@@ -222,6 +224,12 @@ fn a_foreign_oversized_or_special_file_is_left_alone() {
 
 #[test]
 fn a_damaged_file_of_ours_is_replaced() {
+    if kcp_testkit::skip_on_windows(
+        "a_damaged_file_of_ours_is_replaced",
+        "a file written from the Linux side shows wine an access list open to Everyone, which a Windows binary rightly leaves alone",
+    ) {
+        return;
+    }
     let dir = TempDir::new("static-metrics-damaged");
     let file = dir.path().join("m.prom");
     std::fs::write(
