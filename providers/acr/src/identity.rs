@@ -442,7 +442,9 @@ fn failure(identity: &Identity, e: &azure_core::Error, last: Option<&LastAnswer>
     let oauth = [last.error.as_deref(), last.description.as_deref()]
         .into_iter()
         .flatten()
-        .map(|text| scrub(identity, text))
+        // A server may echo the request back: every secret held (the client secret, the
+        // pod's token) is replaced exactly.
+        .map(|text| kcp_kubelet::secret::redact_known(text).into_owned())
         .collect::<Vec<_>>()
         .join(": ");
     let oauth = if oauth.is_empty() {
@@ -474,23 +476,6 @@ fn failure(identity: &Identity, e: &azure_core::Error, last: Option<&LastAnswer>
         _ => format!(
             "{request} to {host} answered {status}{oauth}; check the tenant, the client ID and the token scope"
         ),
-    }
-}
-
-/// `text` without the identity's own secret, in case a server echoes the request back.
-fn scrub(identity: &Identity, text: &str) -> String {
-    let secret = match identity {
-        Identity::ServicePrincipal { secret, .. } => secret.expose(),
-        Identity::ServiceAccount { token, .. } | Identity::IdentityBinding { token, .. } => {
-            token.expose()
-        }
-        Identity::Managed { .. } | Identity::Workload { .. } => "",
-    };
-    // A short test value would also match innocent words; real secrets are far longer.
-    if secret.len() < 8 {
-        text.to_owned()
-    } else {
-        text.replace(secret, kcp_kubelet::secret::REDACTED)
     }
 }
 
