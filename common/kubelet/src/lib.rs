@@ -6,7 +6,9 @@
 //! - [`protocol`]: `CredentialProviderRequest`/`Response`, v1, v1beta1 and v1alpha1.
 //! - [`duration`]: Go duration strings, as `cacheDuration` and `defaultCacheDuration` carry them.
 //! - [`image`]: image references and their registry host, parsed as the kubelet does.
-//! - [`matching`]: the kubelet's glob matching for `matchImages` and `auth` keys.
+//! - [`matching`]: the kubelet's glob matching for `matchImages` and `auth` keys, on top of
+//!   hand-made copies of the Go standard library functions it calls (`go`: `net/url`,
+//!   `net.SplitHostPort`, `net/netip`, `path/filepath.Match`, `strconv.Quote`).
 //! - [`mirror`]: the `--registry-mirror SRC:DST` flag providers share (and the checker reads).
 //! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
 //! - [`secret`]: a string type that never prints its value (the response's password).
@@ -23,6 +25,7 @@ pub mod config;
 pub mod duration;
 pub mod exec;
 pub mod flags;
+mod go;
 pub mod image;
 pub mod kubelet_version;
 pub mod matching;
