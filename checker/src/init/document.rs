@@ -1,0 +1,305 @@
+//! The `CredentialProviderConfig` built from the defaults and the options ([`Document`]), the
+//! kubelet flags written on top of it, and the `--explain` lines.
+
+use kcp_kubelet::config;
+use kcp_kubelet::validate;
+use serde::Serialize;
+
+use super::check::{Checked, split_commas};
+use super::defaults::{
+    ACR_IB_TOKEN, ArgDefault, AudienceDefault, ECR_POD_IDENTITY_TOKEN, ImagesDefault,
+    platform_defaults, provider_defaults,
+};
+use super::{InitArgs, ProviderKind};
+
+const CONFIG_GROUP: &str = "kubelet.config.k8s.io";
+const PROVIDER_GROUP: &str = "credentialprovider.kubelet.k8s.io";
+
+/// A `CredentialProviderConfig`, fields in the order they are written.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Document {
+    pub(super) api_version: String,
+    pub(super) kind: &'static str,
+    pub(super) providers: Vec<Entry>,
+}
+
+/// One `providers[]` entry.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Entry {
+    pub(super) name: &'static str,
+    pub(super) match_images: Vec<String>,
+    pub(super) default_cache_duration: String,
+    pub(super) api_version: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) args: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) env: Vec<EnvVar>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) token_attributes: Option<TokenAttrs>,
+}
+
+/// One `env` entry: `--env P=NAME=VALUE`.
+#[derive(Debug, Serialize)]
+pub(super) struct EnvVar {
+    pub(super) name: String,
+    pub(super) value: String,
+}
+
+/// `tokenAttributes` as written (no required keys: every default is opt-in per ServiceAccount).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TokenAttrs {
+    pub(super) service_account_token_audience: String,
+    pub(super) cache_type: &'static str,
+    pub(super) require_service_account: bool,
+    pub(super) optional_service_account_annotation_keys: Vec<String>,
+}
+
+impl InitArgs {
+    /// Builds the document from the defaults table and the options.
+    pub(super) fn document(&self, checked: &Checked<'_>) -> Document {
+        let provider_api = format!("{PROVIDER_GROUP}/{}", self.api_version.name());
+        let providers = checked
+            .providers
+            .iter()
+            .map(|&p| {
+                let d = provider_defaults(p, self.platform);
+                let mut match_images = match d.match_images {
+                    ImagesDefault::Fixed(images) => {
+                        images.iter().map(|s| (*s).to_owned()).collect()
+                    }
+                    ImagesDefault::StaticRegistry => checked.static_registry.clone(),
+                };
+                if let Some((_, list)) = self.match_images.iter().rev().find(|(q, _)| *q == p) {
+                    match_images = split_commas(list);
+                }
+                let mut args = Vec::new();
+                for arg in d.args {
+                    match arg {
+                        ArgDefault::Literal(s) => args.push((*s).to_owned()),
+                        ArgDefault::AzureConfig(default) => args.push(
+                            self.azure_config
+                                .clone()
+                                .unwrap_or_else(|| (*default).to_owned()),
+                        ),
+                        ArgDefault::StaticRegistry => {
+                            args.push(format!("--registry={}", checked.static_registry.join(",")));
+                        }
+                        ArgDefault::StaticUsername => args.push(format!(
+                            "--username={}",
+                            self.static_username.as_deref().unwrap_or_default()
+                        )),
+                        ArgDefault::StaticPasswordFile => args.push(format!(
+                            "--password-file={}",
+                            self.static_password_file.as_deref().unwrap_or_default()
+                        )),
+                        ArgDefault::GcrIdentity => {
+                            if let Some(gcr) = &checked.gcr {
+                                args.extend(gcr.args.iter().cloned());
+                            }
+                        }
+                    }
+                }
+                if p == ProviderKind::Ecr {
+                    for (value, source) in &checked.ecr_mirrors {
+                        args.push(format!("--registry-mirror={value}"));
+                        if !match_images.contains(source) {
+                            match_images.push(source.clone());
+                        }
+                    }
+                    for value in &self.ecr_assume_role {
+                        args.push(format!("--assume-role={value}"));
+                    }
+                    if let Some(id) = &self.ecr_assume_role_external_id {
+                        args.push(format!("--assume-role-external-id={id}"));
+                    }
+                    if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
+                        args.push(format!("--eks-pod-identity-cluster={cluster}"));
+                    }
+                    for key in &self.ecr_role_annotation_key {
+                        args.push(format!("--role-annotation-key={key}"));
+                    }
+                }
+                if p == ProviderKind::Acr {
+                    args.extend(checked.identity_bindings.iter().cloned());
+                    for (value, source) in &checked.mirrors {
+                        args.push(format!("--registry-mirror={value}"));
+                        if !match_images.contains(source) {
+                            match_images.push(source.clone());
+                        }
+                    }
+                }
+                args.extend(
+                    self.args
+                        .iter()
+                        .filter(|(q, _)| *q == p)
+                        .map(|(_, a)| a.clone()),
+                );
+                let env = self
+                    .env
+                    .iter()
+                    .filter(|(q, _)| *q == p)
+                    .filter_map(|(_, e)| e.split_once('='))
+                    .map(|(name, value)| EnvVar {
+                        name: name.to_owned(),
+                        value: value.to_owned(),
+                    })
+                    .collect();
+                // Identity bindings: AKS's own tokenAttributes (AgentBaker); EKS Pod Identity its
+                // own audience.
+                let token = match &d.token {
+                    Some(_) if p == ProviderKind::Acr && !checked.identity_bindings.is_empty() => {
+                        Some(&ACR_IB_TOKEN)
+                    }
+                    Some(_)
+                        if p == ProviderKind::Ecr
+                            && self.ecr_eks_pod_identity_cluster.is_some() =>
+                    {
+                        Some(&ECR_POD_IDENTITY_TOKEN)
+                    }
+                    other => other.as_ref(),
+                };
+                let token_attributes = match token {
+                    Some(t) if self.service_account => Some(TokenAttrs {
+                        service_account_token_audience: match t.audience {
+                            AudienceDefault::Fixed(a) => a.to_owned(),
+                            AudienceDefault::GcrIdentity => checked
+                                .gcr
+                                .as_ref()
+                                .map(|g| g.audience.clone())
+                                .unwrap_or_default(),
+                        },
+                        cache_type: t.cache_type,
+                        require_service_account: t.require_service_account,
+                        // ecr's own keys replace the default one: a cluster that reserves it
+                        // must not have it forwarded either.
+                        optional_service_account_annotation_keys: if p == ProviderKind::Ecr
+                            && !self.ecr_role_annotation_key.is_empty()
+                        {
+                            self.ecr_role_annotation_key.clone()
+                        } else {
+                            t.optional_keys.iter().map(|k| (*k).to_owned()).collect()
+                        },
+                    }),
+                    _ => None,
+                };
+                Entry {
+                    name: p.binary(),
+                    match_images,
+                    default_cache_duration: self
+                        .cache_duration
+                        .clone()
+                        .unwrap_or_else(|| d.cache_duration.to_owned()),
+                    api_version: provider_api.clone(),
+                    args,
+                    env,
+                    token_attributes,
+                }
+            })
+            .collect();
+        Document {
+            api_version: format!("{CONFIG_GROUP}/{}", self.api_version.name()),
+            kind: config::CONFIG_KIND,
+            providers,
+        }
+    }
+
+    /// The lines written as YAML comments on top (and first with `--explain`): the kubelet flags.
+    /// The same text `scripts/install` has always written, so an upgrade rewrites no config.
+    pub(super) fn header(&self, doc: &Document) -> Vec<String> {
+        let mut lines = vec!["Kubelet flags:".to_owned()];
+        let target = self.config_target();
+        if self.drop_in {
+            lines.push(format!(
+                "  --image-credential-provider-config={target} (a directory: kubelet >= 1.34)"
+            ));
+        } else {
+            lines.push(format!("  --image-credential-provider-config={target}"));
+        }
+        lines.push(format!(
+            "  --image-credential-provider-bin-dir={}",
+            self.bin_dir()
+        ));
+        if doc.providers.iter().any(|p| p.token_attributes.is_some()) {
+            lines.push(
+                "Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience."
+                    .to_owned(),
+            );
+        }
+        lines
+    }
+
+    /// `--explain`: the header, then where the platform sets the flags and what to check.
+    pub(super) fn explanation(&self, doc: &Document, v: &validate::Validation) -> Vec<String> {
+        let platform = platform_defaults(self.platform);
+        let mut lines = self.header(doc);
+        lines.push(format!(
+            "Platform {}: {}.",
+            platform.name, platform.flags_home
+        ));
+        if self.drop_in {
+            lines.push(
+                "Drop-in: save it in that directory, e.g. as 50-kubelet-credential-providers.yaml; the kubelet reads every .json, .yaml and .yml file there in name order, and a provider name may appear in only one of them."
+                    .to_owned(),
+            );
+        }
+        for p in &doc.providers {
+            if let Some(t) = &p.token_attributes {
+                lines.push(format!(
+                    "token audience: {} ({})",
+                    t.service_account_token_audience, p.name
+                ));
+            }
+        }
+        for (path, provider) in runtime_files(doc) {
+            lines.push(format!("file read at run time: {path} ({provider})"));
+        }
+        for n in &v.notes {
+            lines.push(format!("note: {}", finding(n)));
+        }
+        lines
+    }
+}
+
+/// Files a provider reads when a request arrives (not at kubelet start): acr's azure.json (and
+/// the cluster CA with identity bindings), static's password file.
+pub(super) fn runtime_files(doc: &Document) -> Vec<(String, &'static str)> {
+    let mut files = Vec::new();
+    for p in &doc.providers {
+        if p.name == ProviderKind::Acr.binary() {
+            if let Some(first) = p.args.first().filter(|a| !a.starts_with('-')) {
+                files.push((first.clone(), p.name));
+            }
+            // Identity bindings read the cluster CA (the provider's default unless named).
+            if p.args.iter().any(|a| a.starts_with("--ib-sni-name=")) {
+                let windows = p.args.first().is_some_and(|a| a.contains('\\'));
+                let ca = p
+                    .args
+                    .iter()
+                    .find_map(|a| a.strip_prefix("--ib-ca-file="))
+                    .unwrap_or(if windows {
+                        r"C:\k\ca.crt"
+                    } else {
+                        "/etc/kubernetes/certs/ca.crt"
+                    });
+                files.push((ca.to_owned(), p.name));
+            }
+        } else if p.name == ProviderKind::Static.binary() {
+            for a in &p.args {
+                if let Some(path) = a.strip_prefix("--password-file=") {
+                    files.push((path.to_owned(), p.name));
+                }
+            }
+        }
+    }
+    files
+}
+
+pub(super) fn finding(f: &validate::Finding) -> String {
+    match &f.provider {
+        Some(p) => format!("{p}: {}", f.message),
+        None => f.message.clone(),
+    }
+}
