@@ -206,8 +206,7 @@ fn refresh_points_are_spread_by_the_jitter() {
     let cache = TokenCache::new(&dir.0);
     fetch_counted(&cache, &key(), &calls, life);
     let path = cache.entry_path(&key());
-    let mut entry: serde_json::Value =
-        serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    let mut entry: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
     entry["refreshAt"] = serde_json::json!(unix_secs(SystemTime::now()) - 1);
     fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
     let before = calls.load(Ordering::SeqCst);
