@@ -62,8 +62,13 @@ fn long_files(root: &Path) -> Vec<String> {
 /// The workspace's `members` from the root Cargo.toml (a one-line or multi-line array).
 fn members(root: &Path) -> Vec<String> {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    // The line that starts `members =` (not a comment that mentions members).
     let start = manifest
-        .find("members")
+        .match_indices("members")
+        .map(|(at, _)| at)
+        .find(|&at| {
+            manifest[..at].ends_with('\n') && manifest[at + 7..].trim_start().starts_with('=')
+        })
         .expect("the root Cargo.toml has no workspace members");
     let open = start + manifest[start..].find('[').unwrap();
     let close = open + manifest[open..].find(']').unwrap();
@@ -250,7 +255,7 @@ fn missing_names_each_crate_and_script_the_doc_leaves_out() {
     let root = tmp.path();
     std::fs::write(
         root.join("Cargo.toml"),
-        "[workspace]\nmembers = [\n  \"common/kubelet\",\n  \"providers/ecr\",\n  \"providers/new\",\n]\n",
+        "# members: one per crate\n[workspace]\nmembers = [\n  \"common/kubelet\",\n  \"providers/ecr\",\n  \"providers/new\",\n]\n",
     )
     .unwrap();
     for (dir, name) in [
