@@ -697,22 +697,22 @@ fn drop_in_joins_the_config_directory_and_validates_merged() {
     // Another team's drop-in, for another provider: left alone, validated together with ours.
     let other = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: other-provider\n  matchImages: [\"registry.example.com\"]\n  defaultCacheDuration: 1h\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n";
     std::fs::write(dir.join("10-other.yaml"), other).unwrap();
+    // The other drop-in's binary is not in the bin dir: the kubelet would not start, which is
+    // found before anything is written (the bin dir checked as it will be).
+    let before = snapshot(root);
     let run = install(root, "generic", &["--drop-in"]);
-    // The other drop-in's binary is not in the bin dir: the kubelet would not start.
-    assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(
-        run.stderr.starts_with("credential-provider-check: install: /etc/kubernetes/credential-providers.d with --bin-dir /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec as written: the kubelet would not start: "),
-        "{}",
-        run.stderr
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "credential-provider-check: install: the kubelet would refuse /etc/kubernetes/credential-providers.d with this config: other-provider: plugin binary executable /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/other-provider did not exist (nothing was changed)\n"
+        )
     );
-    assert!(
-        run.stderr
-            .ends_with("; roll back by renaming each .previous file over its file\n"),
-        "{}",
-        run.stderr
-    );
+    assert_eq!(snapshot(root), before);
     // Once it is there, the same run succeeds.
     let other_bin = under(root, &format!("{GENERIC_BIN}/other-provider"));
+    std::fs::create_dir_all(other_bin.parent().unwrap()).unwrap();
     std::fs::write(&other_bin, elf_header()).unwrap();
     std::fs::set_permissions(&other_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = install(root, "generic", &["--drop-in"]);
