@@ -732,6 +732,7 @@ fn options_shape_the_config() {
     assert!(text.contains("    apiVersion: credentialprovider.kubelet.k8s.io/v1beta1\n"));
 }
 
+#[test]
 fn usage_errors_are_one_line_and_touch_nothing() {
     if kcp_testkit::skip_on_windows(
         "usage_errors_are_one_line_and_touch_nothing",
