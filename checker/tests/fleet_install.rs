@@ -839,7 +839,7 @@ fn no_config_installs_the_binaries_only() {
     }
 }
 
-/// `--force`: a binary or config this project did not write, one edited by hand, and a symlink
+/// `--force`: a binary and a config this project did not write and a symlink
 /// in a binary's place are replaced, each kept as `<name>.previous` (a symlink as a symlink).
 #[test]
 fn force_replaces_foreign_files_and_keeps_them_as_previous() {

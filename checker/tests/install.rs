@@ -1102,16 +1102,8 @@ fn the_wrapper_only_maps_options_onto_the_checker() {
     };
     let checker_opt = format!("--checker={}", fake.display());
     let from_s = from.display().to_string();
-    let (out, got) = run(&[
-        "--providers",
-        "ecr,gcr",
-        &checker_opt,
-        "--from",
-        &from_s,
-        "--root",
-        "/image/tree",
-        "--config",
-        "-odd.yaml",
+    // The checker's own options, inline values included: passed as given, in order.
+    let passed = [
         "--bin-dir=/opt/bin",
         "--cache-duration",
         "30m",
@@ -1122,7 +1114,22 @@ fn the_wrapper_only_maps_options_onto_the_checker() {
         "--force",
         "--platform",
         "k3s",
-    ]);
+    ];
+    let (out, got) = run(&[
+        &[
+            "--providers",
+            "ecr,gcr",
+            &checker_opt,
+            "--from",
+            &from_s,
+            "--root",
+            "/image/tree",
+            "--config",
+            "-odd.yaml",
+        ],
+        &passed[..],
+    ]
+    .concat());
     assert_eq!(
         (out.code, out.stdout.as_str(), out.stderr.as_str()),
         (3, "the report\n", "a refusal\n")
@@ -1130,25 +1137,19 @@ fn the_wrapper_only_maps_options_onto_the_checker() {
     assert_eq!(
         got,
         [
-            "install",
-            "--host-root",
-            "/image/tree",
-            "--from",
-            &from_s,
-            "--providers",
-            "ecr,gcr",
-            "--config-path=-odd.yaml",
-            "--bin-dir=/opt/bin",
-            "--cache-duration",
-            "30m",
-            "--arg",
-            "ecr=--strict-hosts",
-            "--no-config",
-            "--dry-run",
-            "--force",
-            "--platform",
-            "k3s",
+            &[
+                "install",
+                "--host-root",
+                "/image/tree",
+                "--from",
+                &from_s,
+                "--providers",
+                "ecr,gcr",
+                "--config-path=-odd.yaml",
+            ],
+            &passed[..],
         ]
+        .concat()
     );
     // --config-dir is a drop-in; without --root, the host root is /.
     let (out, got) = run(&[
