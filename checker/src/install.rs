@@ -1,42 +1,39 @@
-//! `install`: puts this project's providers on a node from inside a container that has the node's
-//! root filesystem mounted (a DaemonSet's hostPath), with no shell: the image is `FROM scratch`.
+//! `install`: puts this project's providers on a node, either from inside a container that has
+//! the node's root filesystem mounted (the DaemonSet's hostPath; the image is `FROM scratch`, no
+//! shell) or on the node itself (`--host-root /`, which `scripts/install`, a thin wrapper, passes).
 //!
-//! The guarantees are `scripts/install`'s: the config comes from `init` (the one table of
-//! defaults, here [`init::generate_explained`]); every action is planned before anything is
-//! written, so a refusal leaves the node as it was; a file this project did not write is never
-//! replaced (binaries: the checksum file `scripts/install` keeps; configs: its marker line); every
-//! write is a temp file beside the target, fsynced, renamed into place, and the directory fsynced,
-//! so the kubelet never execs or reads a half-written file; a rerun with nothing to do changes
-//! nothing. On top of that: the replaced version of each file is kept as `<name>.previous` (one
-//! rename rolls back), binaries for another architecture than the host's are refused, and what was
+//! The config comes from `init` (the one table of defaults, here [`init::generate_explained`]);
+//! every action is planned and the config validated against the bin dir as it will be before
+//! anything is written, so a refusal leaves the node as it was; a file this project did not write
+//! is never replaced without `--force` (binaries: the checksum file; configs: the marker line,
+//! both in [`records`]); every write is a temp file beside the target, fsynced, renamed into
+//! place, and the directory fsynced, so the kubelet never execs or reads a half-written file, and
+//! an interrupt (SIGINT, SIGTERM) waits for the writes to finish; a rerun with nothing to do
+//! changes nothing. The replaced version of each file is kept as `<name>.previous` (one rename
+//! rolls back), binaries for another architecture than the host's are refused, and what was
 //! written is validated with the kubelet's rules and start-up checks. The kubelet is never
 //! restarted: the report says how, per platform (docs/install.md).
 // Windows builds keep the options (one CLI everywhere) and refuse at run time.
 #![cfg_attr(not(unix), allow(dead_code, unused_imports))]
 
-use std::collections::BTreeMap;
+mod elf;
+mod records;
+#[cfg(unix)]
+mod stage;
+#[cfg(unix)]
+mod write;
+
 use std::io::Write as _;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use clap::Args;
-use kcp_kubelet::{config, validate};
 
+pub(crate) use self::elf::{HOST_ELF, Machine, elf_machine, resolve_under};
 use crate::init::{self, InitArgs};
-use crate::sha256;
-use crate::{CommandError, refused, usage};
+use crate::{CommandError, usage};
 
-/// The checksum file `scripts/install` keeps in the bin dir: `<sha256>  <name>` per binary it
-/// installed. Shared, so either tool can upgrade what the other wrote.
-pub const MANIFEST: &str = ".kubelet-credential-providers.sha256";
-/// The first words of the marker line on every config this project writes (`scripts/install`'s
-/// too); the line ends with `(sha256:<hex of the rest of the file>)`.
-const MARKER_PREFIX: &str = "# Managed by kubelet-credential-providers ";
-/// The drop-in's default file name (as `scripts/install`'s).
+/// The drop-in's default file name.
 const DROP_IN_NAME: &str = "50-kubelet-credential-providers.yaml";
-/// The suffix of the kept previous version of a replaced file.
-const PREVIOUS: &str = ".previous";
-/// Files on the host root whose ELF header names the host's architecture, in the order tried.
-pub(crate) const HOST_ELF: [&str; 4] = ["bin/sh", "usr/bin/sh", "usr/bin/env", "bin/busybox"];
 
 /// `credential-provider-check install`: its options. Every option of `init` is accepted too, with
 /// the same meaning (`--platform`, `--providers`, `--service-account`, `--drop-in`, ...).
@@ -65,6 +62,14 @@ pub struct InstallArgs {
     /// names them); that config is validated against the new binaries.
     #[arg(long)]
     binaries_only: bool,
+    /// Install the binaries only and read, write and check no config at all (the options that
+    /// shape the config are not used).
+    #[arg(long, conflicts_with = "binaries_only")]
+    no_config: bool,
+    /// Also replace binaries and configs this project did not write, configs edited by hand since
+    /// it wrote them, and symlinks in their place, keeping each as `<name>.previous`.
+    #[arg(long)]
+    force: bool,
     /// The config's options, as `init` takes them.
     #[command(flatten)]
     init: InitArgs,
@@ -111,135 +116,9 @@ pub fn run(args: &InstallArgs) -> Result<u8, CommandError> {
     imp::install(args)
 }
 
-/// One line of the report per planned action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verb {
-    Install,
-    Update,
-    Chmod,
-    Unchanged,
-}
-
-/// The architecture an ELF file is built for: its `e_machine`, and a name for messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Machine(pub(crate) u16);
-
-impl Machine {
-    pub(crate) fn name(self) -> String {
-        match self.0 {
-            3 => "386".to_owned(),
-            40 => "arm".to_owned(),
-            62 => "amd64".to_owned(),
-            183 => "arm64".to_owned(),
-            243 => "riscv64".to_owned(),
-            21 => "ppc64".to_owned(),
-            22 => "s390x".to_owned(),
-            other => format!("ELF machine {other}"),
-        }
-    }
-}
-
-/// The ELF `e_machine` of a file's header; `None` when the file is not ELF.
-pub(crate) fn elf_machine(head: &[u8]) -> Option<Machine> {
-    if head.len() < 20 || &head[..4] != b"\x7fELF" {
-        return None;
-    }
-    let bytes = [head[18], head[19]];
-    match head[5] {
-        1 => Some(Machine(u16::from_le_bytes(bytes))),
-        2 => Some(Machine(u16::from_be_bytes(bytes))),
-        _ => None,
-    }
-}
-
-/// `node_path` (absolute, as the node sees it) under `root`, following symlinks as the node
-/// would: an absolute link target is the node's, so it is resolved under `root` again, never in
-/// this container's own filesystem.
-pub(crate) fn resolve_under(root: &Path, node_path: &Path) -> Option<PathBuf> {
-    let mut pending: Vec<std::ffi::OsString> = node_path
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(n) => Some(n.to_owned()),
-            _ => None,
-        })
-        .rev()
-        .collect();
-    let mut resolved: Vec<std::ffi::OsString> = Vec::new();
-    let mut hops = 0;
-    while let Some(part) = pending.pop() {
-        if part == ".." {
-            resolved.pop();
-            continue;
-        }
-        if part == "." {
-            continue;
-        }
-        let candidate: PathBuf = std::iter::once(root.as_os_str().to_owned())
-            .chain(resolved.iter().cloned())
-            .chain(std::iter::once(part.clone()))
-            .collect();
-        match std::fs::read_link(&candidate) {
-            Ok(target) => {
-                hops += 1;
-                if hops > 40 {
-                    return None;
-                }
-                if target.is_absolute() {
-                    resolved.clear();
-                }
-                for c in target.components().rev() {
-                    match c {
-                        Component::Normal(n) => pending.push(n.to_owned()),
-                        Component::ParentDir => pending.push("..".into()),
-                        _ => {}
-                    }
-                }
-            }
-            Err(_) => resolved.push(part),
-        }
-    }
-    Some(
-        std::iter::once(root.as_os_str().to_owned())
-            .chain(resolved)
-            .collect(),
-    )
-}
-
 /// The node path `path` (absolute) as a path under the host root.
 fn under(root: &Path, path: &str) -> PathBuf {
     root.join(path.trim_start_matches('/'))
-}
-
-/// The first line of a config this project wrote, and the checksum it records of the rest.
-fn marker_hash(text: &str) -> Option<&str> {
-    let (first, _) = text.split_once('\n')?;
-    let rest = first.strip_prefix(MARKER_PREFIX)?;
-    let start = rest.find("(sha256:")? + "(sha256:".len();
-    let hash = rest.get(start..start + 64)?;
-    let ok = hash
-        .bytes()
-        .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-        && rest.get(start + 64..start + 65) == Some(")");
-    ok.then_some(hash)
-}
-
-/// `(name -> sha256)` from the checksum file's text; malformed lines are ignored, as
-/// `scripts/install` ignores them.
-fn parse_manifest(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .filter_map(|line| line.split_once("  "))
-        .filter(|(hash, name)| {
-            hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit()) && !name.is_empty()
-        })
-        .map(|(hash, name)| (name.to_owned(), hash.to_owned()))
-        .collect()
-}
-
-fn manifest_text(recorded: &BTreeMap<String, String>) -> String {
-    recorded
-        .iter()
-        .map(|(name, hash)| format!("{hash}  {name}\n"))
-        .collect()
 }
 
 #[cfg(not(unix))]
@@ -255,286 +134,37 @@ mod imp {
 #[cfg(unix)]
 mod imp {
     use std::collections::BTreeMap;
-    use std::fs::{self, File, OpenOptions};
-    use std::io::{Read as _, Write as _};
-    use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
+    use std::fs;
+    use std::io::Write as _;
     use std::path::{Path, PathBuf};
 
-    use super::{
-        CommandError, HOST_ELF, InstallArgs, MANIFEST, MARKER_PREFIX, Machine, PREVIOUS, Verb,
-        config, elf_machine, init, manifest_text, marker_hash, parse_manifest, refused,
-        resolve_under, restart_hint, sha256, under, usage, validate,
-    };
+    use super::elf::{elf_machine, host_machine};
+    use super::records::{ConfigOwner, MANIFEST, MARKER_PREFIX, config_owner};
+    use super::records::{manifest_text, parse_manifest};
+    use super::stage::{Staging, kubelet_refusal, validate_staged};
+    use super::write::{HoldSignals, PREVIOUS, Planned, Verb, apply, atomic_write, leftovers};
+    use super::{CommandError, InstallArgs, init, restart_hint, under, usage};
+    use crate::{refused, sha256};
 
-    /// One file to put in place.
-    struct Planned {
-        /// The path on the node, for the report.
-        node: String,
-        /// The path under the host root.
-        real: PathBuf,
-        verb: Verb,
-        content: Vec<u8>,
-        mode: u32,
-    }
-
-    fn read(path: &Path) -> Result<Vec<u8>, CommandError> {
-        fs::read(path).or_else(|e| refused(format!("reading {}: {e}", path.display())))
-    }
-
-    fn mode_of(meta: &fs::Metadata) -> u32 {
-        meta.permissions().mode() & 0o7777
-    }
-
-    /// The host's architecture, from the first ELF file of [`HOST_ELF`] on the host root.
-    fn host_machine(root: &Path) -> Result<(Machine, String), CommandError> {
-        for node in HOST_ELF {
-            let Some(path) = resolve_under(root, Path::new(node)) else {
-                continue;
-            };
-            let mut head = [0u8; 20];
-            let ok = File::open(&path)
-                .and_then(|mut f| f.read_exact(&mut head))
-                .is_ok();
-            if let Some(m) = elf_machine(&head).filter(|_| ok) {
-                return Ok((m, format!("/{node}")));
-            }
-        }
-        refused(format!(
-            "cannot tell the host's architecture: none of /{} under {} is an ELF file (is --host-root the node's root filesystem?)",
-            HOST_ELF.join(", /"),
-            root.display()
-        ))
-    }
-
-    /// Plans one file: what to do, or why not. `ours` tells whether the file now there was
-    /// written by this project.
-    fn plan(
-        node: String,
-        real: PathBuf,
-        content: Vec<u8>,
-        mode: u32,
-        ours: impl FnOnce(&[u8]) -> Result<(), String>,
-    ) -> Result<Planned, String> {
-        let verb = match fs::symlink_metadata(&real) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Verb::Install,
-            Err(e) => return Err(format!("{node}: {e}")),
-            Ok(meta) if meta.is_dir() => return Err(format!("{node} is a directory")),
-            Ok(meta) if !meta.is_file() => {
-                return Err(format!(
-                    "{node} is not a regular file (a symlink?); install replaces only files it wrote"
-                ));
-            }
-            Ok(meta) => {
-                let have = fs::read(&real).map_err(|e| format!("reading {node}: {e}"))?;
-                if have == content {
-                    if mode_of(&meta) == mode {
-                        Verb::Unchanged
-                    } else {
-                        Verb::Chmod
-                    }
-                } else {
-                    ours(&have)?;
-                    Verb::Update
-                }
-            }
-        };
-        Ok(Planned {
-            node,
-            real,
-            verb,
-            content,
-            mode,
-        })
-    }
-
-    /// Writes `content` to `path` with `mode` so that no reader ever sees a partial file: a temp
-    /// file in the same directory, fsynced, renamed over `path`, then the directory fsynced.
-    fn atomic_write(path: &Path, content: &[u8], mode: u32) -> Result<(), CommandError> {
-        let dir = path.parent().unwrap_or(Path::new("/"));
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let _ = fs::remove_file(&tmp);
-            let mut file = OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            file.write_all(content)?;
-            // The umask must not decide the mode the kubelet sees.
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
-            file.sync_all()?;
-            fs::rename(&tmp, path)?;
-            File::open(dir)?.sync_all()
-        };
-        write().or_else(|e| {
-            let _ = fs::remove_file(&tmp);
-            refused(format!("writing {}: {e}", path.display()))
-        })
-    }
-
-    /// Creates `dir` and its missing parents with mode 0755.
-    fn make_dirs(dir: &Path) -> Result<(), CommandError> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o755)
-            .create(dir)
-            .or_else(|e| refused(format!("creating {}: {e}", dir.display())))
-    }
-
-    /// Validates `config` (a file or a directory) as the kubelet would, with its start-up checks
-    /// on `bin_dir` when given; the kubelet's message when it would refuse.
-    fn kubelet_refusal(config_path: &Path, bin_dir: Option<&Path>) -> Option<String> {
-        match config::load(config_path) {
-            Err(e) => Some(e.to_string()),
-            Ok(loaded) => {
-                let v = validate::validate(&loaded, bin_dir);
-                if v.ok() {
-                    None
-                } else {
-                    Some(
-                        v.errors
-                            .iter()
-                            .chain(&v.registration)
-                            .map(|f| match &f.provider {
-                                Some(p) => format!("{p}: {}", f.message),
-                                None => f.message.clone(),
-                            })
-                            .collect::<Vec<_>>()
-                            .join("; "),
-                    )
-                }
-            }
-        }
-    }
-
-    /// A scratch directory for the pre-write validation, removed when dropped.
-    struct Stage(PathBuf);
-
-    impl Drop for Stage {
-        fn drop(&mut self) {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-
-    /// Carries out one planned step (or, in a dry run, only says what it would do).
-    fn apply(p: &Planned, dry_run: bool, out: &mut String) -> Result<(), CommandError> {
-        let would = if dry_run { "would " } else { "" };
-        match p.verb {
-            Verb::Unchanged => out.push_str(&format!("unchanged: {}\n", p.node)),
-            Verb::Chmod => {
-                out.push_str(&format!("{would}fix mode {:04o}: {}\n", p.mode, p.node));
-                if !dry_run {
-                    fs::set_permissions(&p.real, fs::Permissions::from_mode(p.mode))
-                        .or_else(|e| refused(format!("chmod {}: {e}", p.node)))?;
-                }
-            }
-            Verb::Install => {
-                out.push_str(&format!("{would}install: {}\n", p.node));
-                if !dry_run {
-                    if let Some(dir) = p.real.parent() {
-                        make_dirs(dir)?;
-                    }
-                    atomic_write(&p.real, &p.content, p.mode)?;
-                }
-            }
-            Verb::Update => {
-                out.push_str(&format!(
-                    "{would}update: {} (previous version kept as {}{PREVIOUS})\n",
-                    p.node, p.node
-                ));
-                if !dry_run {
-                    // The old version first: whatever happens next, it can be renamed back.
-                    let old = read(&p.real)?;
-                    let mut real_previous = p.real.clone().into_os_string();
-                    real_previous.push(PREVIOUS);
-                    atomic_write(Path::new(&real_previous), &old, p.mode)?;
-                    atomic_write(&p.real, &p.content, p.mode)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The config as `install` would write it, checked with the kubelet's rules in a scratch
-    /// directory (in drop-in mode merged with the directory's other files) before anything is
-    /// written.
-    fn validate_staged(
-        args: &InstallArgs,
+    /// The provider binaries in `--from`, each checked against the host's architecture.
+    fn sources<'a>(
+        args: &'a InstallArgs,
         root: &Path,
-        target: &str,
-        config_file: &str,
-    ) -> Result<(), CommandError> {
-        let stage = Stage(std::env::temp_dir().join(format!(
-            "kcp-install-{}-{}",
-            std::process::id(),
-            sha256::hex(root.as_os_str().as_encoded_bytes())
-        )));
-        let _ = fs::remove_dir_all(&stage.0);
-        make_dirs(&stage.0)?;
-        let staged = if args.init.drop_in() {
-            let real_dir = under(root, target);
-            if let Ok(entries) = fs::read_dir(&real_dir) {
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
-                    let name = name.to_string_lossy();
-                    let kubelet_reads = [".json", ".yaml", ".yml"]
-                        .iter()
-                        .any(|ext| name.ends_with(ext));
-                    if kubelet_reads && *name != *args.config_name {
-                        let _ = fs::copy(entry.path(), stage.0.join(&*name));
-                    }
-                }
-            }
-            fs::write(stage.0.join(&args.config_name), config_file)
-                .or_else(|e| refused(format!("staging the config: {e}")))?;
-            stage.0.clone()
-        } else {
-            let file = stage.0.join("config.yaml");
-            fs::write(&file, config_file)
-                .or_else(|e| refused(format!("staging the config: {e}")))?;
-            file
-        };
-        if let Some(why) = kubelet_refusal(&staged, None) {
-            return refused(format!(
-                "the kubelet would refuse {target} with this config: {why} (nothing was changed)"
-            ));
-        }
-        drop(stage);
-        Ok(())
-    }
-
-    /// The whole run: see the module's documentation.
-    #[allow(clippy::print_stdout)]
-    pub fn install(args: &InstallArgs) -> Result<u8, CommandError> {
-        let root = &args.host_root;
-        if !root.is_dir() {
-            return usage(format!("--host-root {} is not a directory", root.display()));
-        }
-        if args.binaries_only && args.init.drop_in() {
-            return usage("--binaries-only leaves the config alone: it cannot go with --drop-in");
-        }
-        let generated = init::generate_explained(&args.init).map_err(|e| match e {
-            CommandError::Refused(m) => CommandError::Refused(format!("init: {m}")),
-            usage => usage,
-        })?;
-        let body = generated.text;
-        let config_file = format!(
-            "{MARKER_PREFIX}credential-provider-check install (sha256:{}); rerun it to change this file.\n{body}",
-            sha256::hex(body.as_bytes())
-        );
-
-        // The binaries, and the host's architecture.
+    ) -> Result<Vec<(&'a str, Vec<u8>)>, CommandError> {
         let (host, host_file) = host_machine(root)?;
-        let bin_dir = args.init.node_bin_dir();
-        let real_bin_dir = under(root, &bin_dir);
         let mut sources = Vec::new();
         for name in args.init.binaries() {
             let src = args.from.join(name);
-            let content = read(&src)?;
+            let content = match fs::read(&src) {
+                Ok(content) => content,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return refused(format!(
+                        "{name} not found in {} (the directory of the unpacked release, or cargo build --release's target/release); nothing was changed",
+                        args.from.display()
+                    ));
+                }
+                Err(e) => return refused(format!("reading {}: {e}", src.display())),
+            };
             match elf_machine(&content) {
                 None => {
                     return refused(format!("{} is not a Linux (ELF) executable", src.display()));
@@ -550,6 +180,63 @@ mod imp {
                 Some(_) => sources.push((name, content)),
             }
         }
+        Ok(sources)
+    }
+
+    /// Why the config now at `node_config` may not be replaced (`Ok`: it may).
+    fn config_may_be_replaced(
+        args: &InstallArgs,
+        node_config: &str,
+        have: &[u8],
+    ) -> Result<(), String> {
+        match config_owner(have) {
+            ConfigOwner::Ours => Ok(()),
+            ConfigOwner::Edited => Err(format!(
+                "{node_config} was edited by hand since this project wrote it; move your edits to another file, then remove it"
+            )),
+            ConfigOwner::Foreign if args.init.drop_in() => Err(format!(
+                "{node_config} exists and was not written by this project; choose another --config-name"
+            )),
+            ConfigOwner::Foreign => Err(format!(
+                "{node_config} exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path"
+            )),
+        }
+    }
+
+    /// The whole run: see the module's documentation.
+    #[allow(clippy::print_stdout)]
+    pub fn install(args: &InstallArgs) -> Result<u8, CommandError> {
+        let root = &args.host_root;
+        if !root.is_dir() {
+            return usage(format!("--host-root {} is not a directory", root.display()));
+        }
+        if args.binaries_only && args.init.drop_in() {
+            return usage("--binaries-only leaves the config alone: it cannot go with --drop-in");
+        }
+        if args.no_config && args.init.drop_in() {
+            return usage("--no-config writes no config: it cannot go with --drop-in");
+        }
+        let generated = if args.no_config {
+            None
+        } else {
+            Some(init::generate_explained(&args.init).map_err(|e| match e {
+                CommandError::Refused(m) => CommandError::Refused(format!("init: {m}")),
+                usage => usage,
+            })?)
+        };
+        let config_file = generated.as_ref().map(|g| {
+            format!(
+                "{MARKER_PREFIX}credential-provider-check install (sha256:{}); rerun it to change this file.\n{}",
+                sha256::hex(g.text.as_bytes()),
+                g.text
+            )
+        });
+        let writes_config = config_file.is_some() && !args.binaries_only;
+
+        // The binaries, and the host's architecture.
+        let sources = sources(args, root)?;
+        let bin_dir = args.init.node_bin_dir();
+        let real_bin_dir = under(root, &bin_dir);
 
         // The plan, before anything is written.
         let manifest_path = real_bin_dir.join(MANIFEST);
@@ -560,15 +247,15 @@ mod imp {
         let old_manifest = manifest_text(&recorded);
         let mut refusals = Vec::new();
         let mut planned = Vec::new();
-        for (name, content) in sources {
+        for (name, content) in &sources {
             let node = format!("{}/{name}", bin_dir.trim_end_matches('/'));
-            let want_hash = sha256::hex(&content);
-            let known = recorded.get(name).cloned();
-            let result = plan(
+            let known = recorded.get(*name).cloned();
+            let result = super::write::plan(
                 node.clone(),
                 real_bin_dir.join(name),
-                content,
+                content.clone(),
                 0o755,
+                args.force,
                 |have| {
                     if args.replace_platform_binaries
                         || known.as_deref() == Some(sha256::hex(have).as_str())
@@ -585,7 +272,7 @@ mod imp {
                 Ok(p) => planned.push(p),
                 Err(why) => refusals.push(why),
             }
-            recorded.insert(name.to_owned(), want_hash);
+            recorded.insert((*name).to_owned(), sha256::hex(content));
         }
         let new_manifest = manifest_text(&recorded);
 
@@ -596,50 +283,25 @@ mod imp {
             target.clone()
         };
         let real_config = under(root, &node_config);
-        let config_plan = if args.binaries_only {
+        if args.binaries_only && !real_config.is_file() {
             // The platform's config stays; it must exist, or the kubelet runs no plugin at all.
-            if !real_config.is_file() {
-                refusals.push(format!(
-                    "--binaries-only: {node_config} does not exist, so nothing would run these binaries; drop --binaries-only to write a config"
-                ));
-            }
-            None
-        } else {
-            Some(plan(
+            refusals.push(format!(
+                "--binaries-only: {node_config} does not exist, so nothing would run these binaries; drop --binaries-only to write a config"
+            ));
+        }
+        let mut config_step = None;
+        if let (Some(file), true) = (&config_file, writes_config) {
+            match super::write::plan(
                 node_config.clone(),
                 real_config.clone(),
-                config_file.clone().into_bytes(),
+                file.clone().into_bytes(),
                 0o644,
-                |have| {
-                    let text = String::from_utf8_lossy(have);
-                    match marker_hash(&text) {
-                        Some(hash) => {
-                            let rest = text.split_once('\n').map_or("", |(_, r)| r);
-                            if sha256::hex(rest.as_bytes()) == hash {
-                                Ok(())
-                            } else {
-                                Err(format!(
-                                    "{node_config} was edited by hand since this project wrote it; move your edits to another file, then remove it"
-                                ))
-                            }
-                        }
-                        None => Err(if args.init.drop_in() {
-                            format!(
-                                "{node_config} exists and was not written by this project; choose another --config-name"
-                            )
-                        } else {
-                            format!(
-                                "{node_config} exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path"
-                            )
-                        }),
-                    }
-                },
-            ))
-        };
-        match config_plan {
-            Some(Ok(p)) => planned.push(p),
-            Some(Err(why)) => refusals.push(why),
-            None => {}
+                args.force,
+                |have| config_may_be_replaced(args, &node_config, have),
+            ) {
+                Ok(p) => config_step = Some(p),
+                Err(why) => refusals.push(why),
+            }
         }
         if let Some((last, others)) = refusals.split_last() {
             for r in others {
@@ -649,75 +311,148 @@ mod imp {
         }
 
         // Validate the config before it is written: alone, or merged with the directory's other
-        // files exactly as the kubelet would read them.
-        if !args.binaries_only {
-            validate_staged(args, root, &target, &config_file)?;
+        // files exactly as the kubelet would read them, against the bin dir as it will be.
+        if let (Some(file), true) = (&config_file, writes_config) {
+            let binaries: Vec<&str> = sources.iter().map(|(name, _)| *name).collect();
+            let staging = Staging {
+                root,
+                target: &target,
+                drop_in: args.init.drop_in().then_some(args.config_name.as_str()),
+                bin_dir: &bin_dir,
+                binaries: &binaries,
+            };
+            validate_staged(&staging, file)?;
         }
 
-        let changes = planned.iter().filter(|p| p.verb != Verb::Unchanged).count()
-            + usize::from(new_manifest != old_manifest);
-        let config_changed = !args.binaries_only
-            && planned
-                .last()
-                .is_some_and(|p| p.verb != Verb::Unchanged && p.verb != Verb::Chmod);
+        // Temporary files a killed run left beside what is about to be written.
+        let mut stale: Vec<PathBuf> = planned.iter().flat_map(|p| leftovers(&p.real)).collect();
+        stale.extend(leftovers(&manifest_path));
+        if let Some(p) = &config_step {
+            stale.extend(leftovers(&p.real));
+        }
+
+        let manifest_changed = new_manifest != old_manifest;
+        let changes = planned
+            .iter()
+            .chain(&config_step)
+            .filter(|p| p.verb != Verb::Unchanged)
+            .count()
+            + usize::from(manifest_changed)
+            + stale.len();
+        let config_changed = config_step
+            .as_ref()
+            .is_some_and(|p| p.verb != Verb::Unchanged && p.verb != Verb::Chmod);
         let mut out = String::new();
         let would = if args.dry_run { "would " } else { "" };
         out.push_str(&format!("host root: {}\n", root.display()));
 
-        let (config_step, binary_steps) = if args.binaries_only {
-            (None, &planned[..])
-        } else {
-            let (config, binaries) = planned
-                .split_last()
-                .ok_or_else(|| CommandError::Refused("nothing planned (a bug)".to_owned()))?;
-            (Some(config), binaries)
-        };
-        for p in binary_steps {
+        let held = HoldSignals::new();
+        for path in &stale {
+            let node = Path::new("/").join(path.strip_prefix(root).unwrap_or(path));
+            out.push_str(&format!(
+                "{would}remove a temporary file an interrupted run left: {}\n",
+                node.display()
+            ));
+            if !args.dry_run {
+                fs::remove_file(path)
+                    .or_else(|e| refused(format!("removing {}: {e}", node.display())))?;
+            }
+        }
+        for p in &planned {
             apply(p, args.dry_run, &mut out)?;
         }
         // The checksums right after the binaries: a later run must know them as ours.
-        if new_manifest != old_manifest {
+        if manifest_changed {
             let node = format!("{}/{MANIFEST}", bin_dir.trim_end_matches('/'));
             out.push_str(&format!("{would}record checksums: {node}\n"));
             if !args.dry_run {
                 atomic_write(&manifest_path, new_manifest.as_bytes(), 0o644)?;
             }
         }
-        if let Some(config_step) = config_step {
-            apply(config_step, args.dry_run, &mut out)?;
+        if let Some(p) = &config_step {
+            apply(p, args.dry_run, &mut out)?;
         }
+        drop(held);
 
+        report(
+            args,
+            &mut out,
+            &Outcome {
+                changes,
+                config_changed,
+                config_step: config_step.as_ref(),
+                node_config: &node_config,
+                target: &target,
+                bin_dir: &bin_dir,
+                real_bin_dir: &real_bin_dir,
+                explain: generated.as_ref().map_or(&[][..], |g| &g.stderr[..]),
+            },
+        )?;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(out.as_bytes())
+            .and_then(|()| stdout.flush())
+            .or_else(|e| refused(format!("writing the report: {e}")))?;
+        Ok(0)
+    }
+
+    /// What the run did, for the report.
+    struct Outcome<'a> {
+        changes: usize,
+        config_changed: bool,
+        config_step: Option<&'a Planned>,
+        node_config: &'a str,
+        target: &'a str,
+        bin_dir: &'a str,
+        real_bin_dir: &'a Path,
+        /// `init --explain`'s lines: its warnings and the explanation.
+        explain: &'a [String],
+    }
+
+    /// The report's tail after the steps: the final check, the count, init's explanation and
+    /// the restart hint (warnings on stderr).
+    #[allow(clippy::print_stdout)]
+    fn report(args: &InstallArgs, out: &mut String, o: &Outcome) -> Result<(), CommandError> {
+        let (target, bin_dir) = (o.target, o.bin_dir);
         if args.dry_run {
-            if config_changed {
-                out.push_str(&format!("--- {node_config} ---\n{config_file}---\n"));
-            }
-            out.push_str(&format!(
-                "dry run: {changes} change(s) planned, nothing was touched\n"
-            ));
-        } else {
-            let real_target = under(root, &target);
-            if let Some(why) = kubelet_refusal(&real_target, Some(&real_bin_dir)) {
-                print!("{out}");
-                return refused(format!(
-                    "{target} with --bin-dir {bin_dir} as written: the kubelet would not start: {why}; roll back by renaming each {PREVIOUS} file over its file"
+            if let (true, Some(p)) = (o.config_changed, o.config_step) {
+                out.push_str(&format!(
+                    "--- {} ---\n{}---\n",
+                    o.node_config,
+                    String::from_utf8_lossy(&p.content)
                 ));
             }
-            out.push_str(&format!("validated: {target} with --bin-dir {bin_dir}\n"));
-            if changes == 0 {
+            out.push_str(&format!(
+                "dry run: {} change(s) planned, nothing was touched\n",
+                o.changes
+            ));
+        } else {
+            if !args.no_config {
+                let real_target = under(&args.host_root, target);
+                if let Some(why) = kubelet_refusal(&real_target, Some(o.real_bin_dir)) {
+                    print!("{out}");
+                    return refused(format!(
+                        "{target} with --bin-dir {bin_dir} as written: the kubelet would not start: {why}; roll back by renaming each {PREVIOUS} file over its file"
+                    ));
+                }
+                out.push_str(&format!("validated: {target} with --bin-dir {bin_dir}\n"));
+            }
+            if o.changes == 0 {
                 out.push_str("nothing to do: everything is up to date\n");
             } else {
-                out.push_str(&format!("{changes} change(s) made\n"));
+                out.push_str(&format!("{} change(s) made\n", o.changes));
             }
         }
-        for line in generated
-            .stderr
-            .iter()
-            .filter(|l| !l.starts_with("warning: "))
-        {
+        if args.no_config {
+            out.push_str(&format!(
+                "Kubelet flags:\n  --image-credential-provider-bin-dir={bin_dir}\nno config was written (--no-config): the kubelet's config must name these binaries\n"
+            ));
+        }
+        for line in o.explain.iter().filter(|l| !l.starts_with("warning: ")) {
             out.push_str(line);
             out.push('\n');
         }
-        if config_changed {
+        if o.config_changed {
             out.push_str(&format!(
                 "{} the kubelet to load the new config: {}\n",
                 if args.dry_run {
@@ -728,19 +463,10 @@ mod imp {
                 restart_hint(args.init.platform_name())
             ));
         }
-        for line in generated
-            .stderr
-            .iter()
-            .filter(|l| l.starts_with("warning: "))
-        {
+        for line in o.explain.iter().filter(|l| l.starts_with("warning: ")) {
             eprintln!("credential-provider-check: install: {line}");
         }
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(out.as_bytes())
-            .and_then(|()| stdout.flush())
-            .or_else(|e| refused(format!("writing the report: {e}")))?;
-        Ok(0)
+        Ok(())
     }
 }
 
@@ -775,46 +501,4 @@ pub fn wait_for_termination() -> Result<u8, String> {
 #[cfg(not(unix))]
 pub fn wait_for_termination() -> Result<u8, String> {
     Err("wait runs in the Linux DaemonSet only".to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_the_elf_machine_in_either_byte_order() {
-        let mut head = b"\x7fELF\x02\x01".to_vec();
-        head.resize(20, 0);
-        head[18] = 183;
-        assert_eq!(elf_machine(&head), Some(Machine(183)));
-        head[5] = 2;
-        head[18] = 0;
-        head[19] = 62;
-        assert_eq!(
-            elf_machine(&head).map(Machine::name).as_deref(),
-            Some("amd64")
-        );
-        assert_eq!(elf_machine(b"#!/bin/sh\n"), None);
-    }
-
-    #[test]
-    fn markers_of_both_installers_are_ours() {
-        let hash = "a".repeat(64);
-        for tool in ["scripts/install", "credential-provider-check install"] {
-            let text = format!("{MARKER_PREFIX}{tool} (sha256:{hash}); rerun it.\nbody\n");
-            assert_eq!(marker_hash(&text), Some(hash.as_str()));
-        }
-        assert_eq!(marker_hash("# Managed by someone else (sha256:x)\n"), None);
-    }
-
-    #[test]
-    fn manifest_round_trips() {
-        let hash = "b".repeat(64);
-        let text = format!("{hash}  ecr-credential-provider\nnot a line\n");
-        let parsed = parse_manifest(&text);
-        assert_eq!(
-            manifest_text(&parsed),
-            format!("{hash}  ecr-credential-provider\n")
-        );
-    }
 }

@@ -36,6 +36,8 @@ const GENERIC_BIN: &str = "/usr/libexec/kubernetes/kubelet-plugins/credential-pr
 const GENERIC_CONFIG: &str = "/etc/kubernetes/credential-provider-config.yaml";
 const RANCHER_BIN: &str = "/var/lib/rancher/credentialprovider/bin";
 const RANCHER_CONFIG: &str = "/var/lib/rancher/credentialprovider/config.yaml";
+/// SIGTERM's number (15 on every Linux architecture).
+const SIGTERM: i32 = 15;
 const SYSTEMD: &str = "systemctl restart kubelet on the node";
 
 const PROFILES: [Profile; 7] = [
@@ -697,22 +699,22 @@ fn drop_in_joins_the_config_directory_and_validates_merged() {
     // Another team's drop-in, for another provider: left alone, validated together with ours.
     let other = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: other-provider\n  matchImages: [\"registry.example.com\"]\n  defaultCacheDuration: 1h\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n";
     std::fs::write(dir.join("10-other.yaml"), other).unwrap();
+    // The other drop-in's binary is not in the bin dir: the kubelet would not start, which is
+    // found before anything is written (the bin dir checked as it will be).
+    let before = snapshot(root);
     let run = install(root, "generic", &["--drop-in"]);
-    // The other drop-in's binary is not in the bin dir: the kubelet would not start.
-    assert_eq!(run.code, 1, "{}", run.stdout);
-    assert!(
-        run.stderr.starts_with("credential-provider-check: install: /etc/kubernetes/credential-providers.d with --bin-dir /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec as written: the kubelet would not start: "),
-        "{}",
-        run.stderr
+    assert_eq!(
+        (run.code, run.stdout.as_str(), run.stderr.as_str()),
+        (
+            1,
+            "",
+            "credential-provider-check: install: the kubelet would refuse /etc/kubernetes/credential-providers.d with this config: other-provider: plugin binary executable /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/other-provider did not exist (nothing was changed)\n"
+        )
     );
-    assert!(
-        run.stderr
-            .ends_with("; roll back by renaming each .previous file over its file\n"),
-        "{}",
-        run.stderr
-    );
+    assert_eq!(snapshot(root), before);
     // Once it is there, the same run succeeds.
     let other_bin = under(root, &format!("{GENERIC_BIN}/other-provider"));
+    std::fs::create_dir_all(other_bin.parent().unwrap()).unwrap();
     std::fs::write(&other_bin, elf_header()).unwrap();
     std::fs::set_permissions(&other_bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let run = install(root, "generic", &["--drop-in"]);
@@ -805,4 +807,247 @@ fn wait_exits_zero_on_sigterm() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// `--no-config`: the binaries and their checksums only; no config is read, written or checked.
+#[test]
+fn no_config_installs_the_binaries_only() {
+    if skip("no_config_installs_the_binaries_only") {
+        return;
+    }
+    let host = fake_host("fleet-no-config");
+    let root = host.path();
+    let run = install(root, "generic", &["--no-config"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut expected = format!("host root: {}\n", root.display());
+    for b in BINARIES {
+        expected.push_str(&format!("install: {GENERIC_BIN}/{b}\n"));
+    }
+    expected.push_str(&format!(
+        "record checksums: {GENERIC_BIN}/{MANIFEST}\n4 change(s) made\nKubelet flags:\n  --image-credential-provider-bin-dir={GENERIC_BIN}\nno config was written (--no-config): the kubelet's config must name these binaries\n"
+    ));
+    assert_eq!(
+        (run.stdout.as_str(), run.stderr.as_str()),
+        (expected.as_str(), "")
+    );
+    assert!(!under(root, GENERIC_CONFIG).exists());
+    // Options that need a config conflict with it.
+    for other in ["--drop-in", "--binaries-only"] {
+        let run = install(root, "generic", &["--no-config", other]);
+        assert_eq!(run.code, 2, "{other}: {}", run.stderr);
+        assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    }
+}
+
+/// `--force`: a binary and a config this project did not write and a symlink
+/// in a binary's place are replaced, each kept as `<name>.previous` (a symlink as a symlink).
+#[test]
+fn force_replaces_foreign_files_and_keeps_them_as_previous() {
+    if skip("force_replaces_foreign_files_and_keeps_them_as_previous") {
+        return;
+    }
+    let host = fake_host("fleet-force");
+    let root = host.path();
+    let bin = under(root, GENERIC_BIN);
+    std::fs::create_dir_all(&bin).unwrap();
+    let mut upstream = elf_header();
+    upstream.extend_from_slice(b"upstream ecr");
+    std::fs::write(bin.join(BINARIES[0]), &upstream).unwrap();
+    std::os::unix::fs::symlink("/opt/acr/acr-credential-provider", bin.join(BINARIES[1])).unwrap();
+    let config = under(root, GENERIC_CONFIG);
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let theirs =
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n";
+    std::fs::write(&config, theirs).unwrap();
+
+    // Without --force: every refusal, nothing changed.
+    let before = snapshot(root);
+    let run = install(root, "generic", &[]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr.lines().collect::<Vec<_>>(),
+        [
+            format!(
+                "credential-provider-check: install: {GENERIC_BIN}/ecr-credential-provider exists and was not installed by this project (its checksum is not in {MANIFEST}); remove it, choose another --bin-dir, or take it over with --replace-platform-binaries"
+            ),
+            format!(
+                "credential-provider-check: install: {GENERIC_BIN}/acr-credential-provider exists and is not a regular file (a symlink); install replaces only files it wrote: remove it, or --force replaces it (keeping it as {GENERIC_BIN}/acr-credential-provider.previous)"
+            ),
+            format!(
+                "credential-provider-check: install: {GENERIC_CONFIG} exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path (nothing was changed)"
+            ),
+        ]
+    );
+    assert_eq!(snapshot(root), before);
+
+    let run = install(root, "generic", &["--force"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut expected = format!("host root: {}\n", root.display());
+    for (verb, b) in [("replace", BINARIES[0]), ("replace", BINARIES[1])] {
+        expected.push_str(&format!(
+            "{verb}: {GENERIC_BIN}/{b} (previous version kept as {GENERIC_BIN}/{b}.previous)\n"
+        ));
+    }
+    expected.push_str(&format!(
+        "install: {GENERIC_BIN}/{}\nrecord checksums: {GENERIC_BIN}/{MANIFEST}\nreplace: {GENERIC_CONFIG} (previous version kept as {GENERIC_CONFIG}.previous)\nvalidated: {GENERIC_CONFIG} with --bin-dir {GENERIC_BIN}\n5 change(s) made\n",
+        BINARIES[2]
+    ));
+    assert!(run.stdout.starts_with(&expected), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read(bin.join("ecr-credential-provider.previous")).unwrap(),
+        upstream
+    );
+    assert_eq!(
+        std::fs::read_link(bin.join("acr-credential-provider.previous")).unwrap(),
+        Path::new("/opt/acr/acr-credential-provider")
+    );
+    assert!(!bin.join(BINARIES[1]).is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(format!("{}.previous", config.display())).unwrap(),
+        theirs
+    );
+    // Now they are ours: a rerun without --force has nothing to do.
+    let run = install(root, "generic", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("\nnothing to do: everything is up to date\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+/// Temporary files a killed install left (SIGKILL, a power cut: the `.<name>.tmp-<pid>` it writes
+/// through) are removed by the next run, and said so; others' files stay.
+#[test]
+fn leftover_temporary_files_of_a_killed_run_are_removed() {
+    if skip("leftover_temporary_files_of_a_killed_run_are_removed") {
+        return;
+    }
+    let host = fake_host("fleet-leftovers");
+    let root = host.path();
+    let bin = under(root, GENERIC_BIN);
+    std::fs::create_dir_all(&bin).unwrap();
+    let config_dir = under(root, "/etc/kubernetes");
+    std::fs::create_dir_all(&config_dir).unwrap();
+    let left = [
+        format!("{GENERIC_BIN}/.ecr-credential-provider.tmp-4242"),
+        format!("{GENERIC_BIN}/.{MANIFEST}.tmp-4242"),
+        "/etc/kubernetes/.credential-provider-config.yaml.tmp-4242".to_owned(),
+    ];
+    for f in &left {
+        std::fs::write(under(root, f), b"half a file").unwrap();
+    }
+    std::fs::write(bin.join(".other.tmp-1"), b"not ours").unwrap();
+
+    let before = snapshot(root);
+    let run = install(root, "generic", &["--dry-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(snapshot(root), before);
+    for f in &left {
+        assert!(
+            run.stdout.contains(&format!(
+                "would remove a temporary file an interrupted run left: {f}\n"
+            )),
+            "{}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stdout
+            .contains("dry run: 8 change(s) planned, nothing was touched\n"),
+        "{}",
+        run.stdout
+    );
+
+    let run = install(root, "generic", &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.starts_with(&format!(
+            "host root: {}\nremove a temporary file an interrupted run left: {}\nremove a temporary file an interrupted run left: {}\nremove a temporary file an interrupted run left: {}\ninstall: ",
+            root.display(),
+            left[0],
+            left[1],
+            left[2]
+        )),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("\n8 change(s) made\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        files(root).iter().all(|(f, _)| !f.contains(".tmp-4242")),
+        "{:?}",
+        files(root)
+    );
+    assert!(bin.join(".other.tmp-1").is_file());
+}
+
+/// SIGTERM (or Ctrl-C) while the binaries are being written: the installer finishes its writes
+/// before the signal takes effect, so no temporary file is left in the bin dir and every binary
+/// there is whole and recorded. The signal is sent once a temporary file is seen (the real
+/// binaries are large enough for that); a run that ends before one is seen is repeated.
+#[test]
+fn an_interrupted_install_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt as _;
+    if skip("an_interrupted_install_leaves_no_temporary_file") {
+        return;
+    }
+    for attempt in 0..20 {
+        let host = fake_host(&format!("fleet-interrupt-{attempt}"));
+        let root = host.path();
+        let bin = under(root, GENERIC_BIN);
+        let mut child = Command::new(common::checker())
+            .arg("install")
+            .arg("--host-root")
+            .arg(root)
+            .arg("--from")
+            .arg(target_bin_dir())
+            .args(["--providers", PROVIDERS, "--no-config"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut caught = false;
+        while child.try_wait().unwrap().is_none() {
+            let mid_write = std::fs::read_dir(&bin).is_ok_and(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            });
+            if mid_write {
+                let killed = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .status()
+                    .unwrap();
+                caught = killed.success();
+                break;
+            }
+        }
+        let status = child.wait().unwrap();
+        if !caught {
+            continue;
+        }
+        assert_eq!(status.signal(), Some(SIGTERM), "{status:?}");
+        let left: Vec<_> = files(root)
+            .into_iter()
+            .filter(|(f, _)| f.contains(".tmp-"))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        // Every write finished: each binary whole, all recorded.
+        for b in BINARIES {
+            assert_eq!(
+                std::fs::read(bin.join(b)).unwrap(),
+                std::fs::read(target_bin_dir().join(b)).unwrap(),
+                "{b}"
+            );
+        }
+        let manifest = std::fs::read_to_string(bin.join(MANIFEST)).unwrap();
+        assert_eq!(manifest.lines().count(), 3, "{manifest}");
+        return;
+    }
+    panic!("in 20 runs, no install was seen writing a temporary file to send it SIGTERM");
 }

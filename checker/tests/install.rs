@@ -1,7 +1,10 @@
-//! `scripts/install` against a `--root` temp dir, with the workspace's built binaries (`--from`
-//! the target dir): fresh install, idempotent rerun, dry run, refusal of foreign files, upgrades of
-//! its own, the config-directory drop-in, that what it writes passes the checker, and that the config
-//! is `credential-provider-check init`'s (its refusals, warnings and run-time files included).
+//! `scripts/install`, the wrapper over `credential-provider-check install`, against a `--root`
+//! temp dir holding a node's `/bin/sh` (the installer reads the host's architecture there), with
+//! the workspace's built binaries (`--from` the target dir): fresh install, idempotent rerun, dry
+//! run, refusal of foreign files, upgrades of its own, the config-directory drop-in, that what it
+//! writes passes the checker, and that the config is `credential-provider-check init`'s (its
+//! refusals, warnings and run-time files included); and that the wrapper only maps its options
+//! onto the checker's and finds the checker where a user has it.
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -17,9 +20,36 @@ use kcp_testkit::TempDir;
 const BIN_DIR: &str = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
 const CONFIG: &str = "etc/kubernetes/credential-provider-config.yaml";
 const MANIFEST: &str = ".kubelet-credential-providers.sha256";
+/// The node paths of the defaults, as the report names them.
+const NODE_BIN_DIR: &str = "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
+const NODE_CONFIG: &str = "/etc/kubernetes/credential-provider-config.yaml";
+/// What [`node_root`] puts in a root before any install.
+const HOST_FILES: [&str; 2] = ["bin/sh", "usr/bin/env"];
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install")
+}
+
+/// The first bytes of the binaries under test: an ELF header of their architecture.
+fn elf_header() -> Vec<u8> {
+    let mut head = vec![0u8; 64];
+    std::io::Read::read_exact(
+        &mut std::fs::File::open(target_bin_dir().join("ecr-credential-provider")).unwrap(),
+        &mut head,
+    )
+    .unwrap();
+    head
+}
+
+/// A node's root filesystem to install into: `/usr/bin/env` an ELF file of the binaries'
+/// architecture and `/bin/sh` a symlink to it, so the installer knows the host's architecture.
+fn node_root(name: &str) -> TempDir {
+    let dir = TempDir::new(name);
+    std::fs::create_dir_all(dir.path().join("usr/bin")).unwrap();
+    std::fs::write(dir.path().join("usr/bin/env"), elf_header()).unwrap();
+    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+    std::os::unix::fs::symlink("/usr/bin/env", dir.path().join("bin/sh")).unwrap();
+    dir
 }
 
 /// Runs `scripts/install --root ROOT --from <target dir> ARGS`.
@@ -46,7 +76,6 @@ fn install_with(root: &Path, from: &Path, checker: &Path, args: &[&str]) -> Run 
     Run::from_output(out)
 }
 
-/// Every entry under `root`.
 /// A config directory under `root` holding the real platform config `real` as `name`.
 fn platform_drop_in(root: &Path, real: &str, name: &str) -> PathBuf {
     let conf_d = root.join("etc/kubernetes/image-credential-providers.d");
@@ -59,12 +88,19 @@ fn platform_drop_in(root: &Path, real: &str, name: &str) -> PathBuf {
     conf_d
 }
 
+/// Every file and symlink under `root` the install put there (not the node's own `/bin/sh`).
 fn files(root: &Path) -> Vec<String> {
     snapshot(root)
         .into_iter()
         .filter(|(p, _)| root.join(p).is_file() || root.join(p).is_symlink())
         .map(|(p, _)| p.display().to_string())
+        .filter(|p| !HOST_FILES.contains(&p.as_str()))
         .collect()
+}
+
+/// Whether `root` holds only what [`node_root`] put there.
+fn untouched(root: &Path) -> bool {
+    files(root).is_empty() && snapshot(root).len() == 5
 }
 
 fn mode(path: &Path) -> u32 {
@@ -111,7 +147,9 @@ fn refused(out: &Run, why: &str) {
     );
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
-        out.stderr.starts_with("install: error: ") && out.stderr.contains(why),
+        out.stderr
+            .starts_with("credential-provider-check: install: ")
+            && out.stderr.contains(why),
         "{}",
         out.stderr
     );
@@ -126,11 +164,11 @@ fn refused(out: &Run, why: &str) {
 fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing() {
     if kcp_testkit::skip_on_windows(
         "fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-fresh");
+    let dir = node_root("install-fresh");
     let root = dir.path();
     let out = install(root, &["--providers", "ecr,acr,gcr"]);
     assert_eq!(
@@ -155,7 +193,7 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
         assert_eq!(mode(&bin.join(name)), 0o755, "{name}");
         assert!(
             out.stdout
-                .contains(&format!("install: {}\n", bin.join(name).display())),
+                .contains(&format!("install: {NODE_BIN_DIR}/{name}\n")),
             "{}",
             out.stdout
         );
@@ -184,7 +222,9 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
 
     let text = std::fs::read_to_string(&config).unwrap();
     assert!(
-        text.starts_with("# Managed by kubelet-credential-providers scripts/install (sha256:"),
+        text.starts_with(
+            "# Managed by kubelet-credential-providers credential-provider-check install (sha256:"
+        ),
         "{text}"
     );
     assert!(
@@ -204,11 +244,12 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
     assert!(
         out.stdout.ends_with(
             "5 change(s) made\n\
-             kubelet flags:\n  \
+             Kubelet flags:\n  \
              --image-credential-provider-config=/etc/kubernetes/credential-provider-config.yaml\n  \
              --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\n\
-             restart the kubelet to load the new config (binary updates need no restart)\n\
-             note: /etc/kubernetes/azure.json does not exist yet; acr-credential-provider fails until it does\n"
+             Platform generic: put both flags in KUBELET_EXTRA_ARGS (/etc/default/kubelet or /etc/sysconfig/kubelet) or in kubeadm's nodeRegistration.kubeletExtraArgs (Cluster API: the KubeadmConfig), then restart the kubelet.\n\
+             file read at run time: /etc/kubernetes/azure.json (acr-credential-provider)\n\
+             restart the kubelet to load the new config: systemctl restart kubelet on the node\n"
         ),
         "{}",
         out.stdout
@@ -240,7 +281,9 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
         again.stdout
     );
     assert!(
-        !again.stdout.contains("restart the kubelet"),
+        !again
+            .stdout
+            .contains("restart the kubelet to load the new config"),
         "{}",
         again.stdout
     );
@@ -251,28 +294,25 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
 fn dry_run_touches_nothing_and_shows_the_config() {
     if kcp_testkit::skip_on_windows(
         "dry_run_touches_nothing_and_shows_the_config",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-dry");
+    let dir = node_root("install-dry");
     let root = dir.path();
     let out = install(root, &["--providers", "ecr,gcr", "--dry-run"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(snapshot(root).is_empty(), "dry run wrote {:?}", files(root));
+    assert!(untouched(root), "dry run wrote {:?}", files(root));
     assert!(
         out.stdout.contains(&format!(
-            "would install: {}\n",
-            root.join(BIN_DIR).join("ecr-credential-provider").display()
+            "would install: {NODE_BIN_DIR}/ecr-credential-provider\n"
         )),
         "{}",
         out.stdout
     );
     assert!(
-        out.stdout.contains(&format!(
-            "would install config: {}\n",
-            root.join(CONFIG).display()
-        )),
+        out.stdout
+            .contains(&format!("would install: {NODE_CONFIG}\n")),
         "{}",
         out.stdout
     );
@@ -300,8 +340,7 @@ fn dry_run_touches_nothing_and_shows_the_config() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.contains(&format!(
-            "would update config: {}\n",
-            root.join(CONFIG).display()
+            "would update: {NODE_CONFIG} (previous version kept as {NODE_CONFIG}.previous)\n"
         )),
         "{}",
         out.stdout
@@ -314,11 +353,11 @@ fn dry_run_touches_nothing_and_shows_the_config() {
 fn a_foreign_binary_is_never_replaced_without_force() {
     if kcp_testkit::skip_on_windows(
         "a_foreign_binary_is_never_replaced_without_force",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-foreign-bin");
+    let dir = node_root("install-foreign-bin");
     let root = dir.path();
     let bin = root.join(BIN_DIR);
     std::fs::create_dir_all(&bin).unwrap();
@@ -329,11 +368,15 @@ fn a_foreign_binary_is_never_replaced_without_force() {
     refused(
         &out,
         &format!(
-            "{} exists and was not installed by this script (sha256 ",
-            bin.join("ecr-credential-provider").display()
+            "{NODE_BIN_DIR}/ecr-credential-provider exists and was not installed by this project (its checksum is not in {MANIFEST})"
         ),
     );
-    assert!(out.stderr.contains("--force replaces it"), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("take it over with --replace-platform-binaries"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(snapshot(root), before, "a refusal must change nothing");
 
     // A symlink in its place is not ours either.
@@ -344,11 +387,19 @@ fn a_foreign_binary_is_never_replaced_without_force() {
 
     let out = install(root, &["--providers", "ecr,gcr", "--force"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains(&format!(
-        "replace: {}\n",
-        bin.join("ecr-credential-provider").display()
-    )));
+    assert!(
+        out.stdout.contains(&format!(
+            "replace: {NODE_BIN_DIR}/ecr-credential-provider (previous version kept as {NODE_BIN_DIR}/ecr-credential-provider.previous)\n"
+        )),
+        "{}",
+        out.stdout
+    );
     assert!(!bin.join("ecr-credential-provider").is_symlink());
+    // The symlink it replaced is kept as it was, its target untouched.
+    assert_eq!(
+        std::fs::read_link(bin.join("ecr-credential-provider.previous")).unwrap(),
+        Path::new("/bin/true")
+    );
     assert_eq!(
         std::fs::read(bin.join("ecr-credential-provider")).unwrap(),
         std::fs::read(target_bin_dir().join("ecr-credential-provider")).unwrap()
@@ -360,24 +411,23 @@ fn a_foreign_binary_is_never_replaced_without_force() {
 fn its_own_older_binaries_are_upgraded() {
     if kcp_testkit::skip_on_windows(
         "its_own_older_binaries_are_upgraded",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-upgrade");
+    let dir = node_root("install-upgrade");
     let root = dir.path();
     // A previous release: stand-ins that answer --version like the real ones.
     let old = dir.path().join("old-release");
     std::fs::create_dir_all(&old).unwrap();
-    write_script(
-        &old.join("ecr-credential-provider"),
-        "echo ecr-credential-provider 0.0.1",
-    );
+    let mut older = elf_header();
+    older.extend_from_slice(b"ecr-credential-provider 0.0.1\n");
+    std::fs::write(old.join("ecr-credential-provider"), older).unwrap();
     let out = install_from(root, &old, &["--providers", "ecr", "--no-config"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.ends_with(
-            "kubelet flags:\n  --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\n"
+            "Kubelet flags:\n  --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\nno config was written (--no-config): the kubelet's config must name these binaries\n"
         ),
         "{}",
         out.stdout
@@ -389,8 +439,7 @@ fn its_own_older_binaries_are_upgraded() {
     let bin = root.join(BIN_DIR);
     assert!(
         out.stdout.contains(&format!(
-            "update: {}\n",
-            bin.join("ecr-credential-provider").display()
+            "update: {NODE_BIN_DIR}/ecr-credential-provider (previous version kept as {NODE_BIN_DIR}/ecr-credential-provider.previous)\n"
         )),
         "{}",
         out.stdout
@@ -405,11 +454,11 @@ fn its_own_older_binaries_are_upgraded() {
 fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
     if kcp_testkit::skip_on_windows(
         "a_config_it_did_not_write_or_that_was_edited_is_refused",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-foreign-config");
+    let dir = node_root("install-foreign-config");
     let root = dir.path();
     let config = root.join(CONFIG);
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
@@ -420,8 +469,7 @@ fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
     refused(
         &out,
         &format!(
-            "{} exists and was not written by this script; use --config-dir (kubelet >= 1.34) or another --config path, or --force",
-            config.display()
+            "{NODE_CONFIG} exists and was not written by this project; use --drop-in (kubelet >= 1.34) or another --config-path"
         ),
     );
     assert_eq!(snapshot(root), before);
@@ -436,35 +484,56 @@ fn a_config_it_did_not_write_or_that_was_edited_is_refused() {
     let out = install(root, &["--providers", "ecr"]);
     refused(
         &out,
-        "was edited by hand since this script wrote it; --force overwrites the edits",
+        "was edited by hand since this project wrote it; move your edits to another file, then remove it",
     );
     assert_eq!(snapshot(root), before);
 
     let out = install(root, &["--providers", "ecr", "--force"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("replace config: "), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(&format!(
+            "replace: {NODE_CONFIG} (previous version kept as {NODE_CONFIG}.previous)\n"
+        )),
+        "{}",
+        out.stdout
+    );
     assert!(
         std::fs::read_to_string(&config)
             .unwrap()
             .contains("\"12h\"")
     );
+    // The edits are kept beside it.
+    assert_eq!(
+        std::fs::read_to_string(format!("{}.previous", config.display())).unwrap(),
+        text
+    );
 
     // A config it wrote and nobody edited is updated without --force.
     let out = install(root, &["--providers", "ecr,gcr"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.contains("update config: "), "{}", out.stdout);
-    assert!(out.stdout.contains("restart the kubelet"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains(&format!("update: {NODE_CONFIG} (previous")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .contains("restart the kubelet to load the new config"),
+        "{}",
+        out.stdout
+    );
 }
 
 #[test]
 fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
     if kcp_testkit::skip_on_windows(
         "config_dir_mode_adds_a_drop_in_next_to_the_platform_files",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-dropin");
+    let dir = node_root("install-dropin");
     let root = dir.path();
     // The platform's own file and binary (AKS-style), which must stay as they are.
     let conf_d = platform_drop_in(root, "aks.yaml", "10-platform.yaml");
@@ -499,7 +568,7 @@ fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
     );
     assert!(
         out.stdout.contains(
-            "  --image-credential-provider-config=/etc/kubernetes/image-credential-providers.d   (a directory: kubelet >= 1.34)\n"
+            "  --image-credential-provider-config=/etc/kubernetes/image-credential-providers.d (a directory: kubelet >= 1.34)\n"
         ),
         "{}",
         out.stdout
@@ -554,17 +623,16 @@ fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
     );
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
-        out.stderr.contains(&format!(
-            "{}: duplicate provider name \"acr-credential-provider\" found in configuration file(s)",
-            conf_d.join("60-acr.yaml").display()
-        )),
+        out.stderr.contains(
+            "/etc/kubernetes/image-credential-providers.d/60-acr.yaml: duplicate provider name \"acr-credential-provider\" found in configuration file(s)"
+        ),
         "{}",
         out.stderr
     );
     assert!(
-        out.stderr.ends_with(
-            "install: error: credential-provider-check rejects /etc/kubernetes/image-credential-providers.d with the new drop-in (above); nothing was changed\n"
-        ),
+        out.stderr.starts_with(
+            "credential-provider-check: install: the kubelet would refuse /etc/kubernetes/image-credential-providers.d with this config: "
+        ) && out.stderr.ends_with(" (nothing was changed)\n"),
         "{}",
         out.stderr
     );
@@ -575,11 +643,11 @@ fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
 fn options_shape_the_config() {
     if kcp_testkit::skip_on_windows(
         "options_shape_the_config",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-options");
+    let dir = node_root("install-options");
     let root = dir.path();
     std::fs::create_dir_all(root.join("etc/kubernetes")).unwrap();
     std::fs::write(root.join("etc/kubernetes/harbor-password"), "x\n").unwrap();
@@ -668,21 +736,29 @@ fn options_shape_the_config() {
 fn usage_errors_are_one_line_and_touch_nothing() {
     if kcp_testkit::skip_on_windows(
         "usage_errors_are_one_line_and_touch_nothing",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-usage");
+    let dir = node_root("install-usage");
     let root = dir.path();
+    // The checker's usage errors, and the wrapper's own (its options only).
+    let checker = "credential-provider-check: ";
+    let wrapper = "install: error: ";
     for (args, why) in [
-        (&[][..], "choose the providers: --providers"),
+        (
+            &[][..],
+            format!(
+                "{checker}the following required arguments were not provided: --provider <PROVIDER>"
+            ),
+        ),
         (
             &["--providers", "ecr,quay"][..],
-            "unknown provider \"quay\" in --providers",
+            format!("{checker}invalid value 'quay' for '--provider <PROVIDER>'"),
         ),
         (
             &["--providers", "ecr", "--bogus"][..],
-            "unknown option \"--bogus\"",
+            format!("{checker}unexpected argument '--bogus' found"),
         ),
         (
             &[
@@ -693,19 +769,23 @@ fn usage_errors_are_one_line_and_touch_nothing() {
                 "--config-dir",
                 "/b",
             ][..],
-            "use either --config or --config-dir, not both",
+            format!("{wrapper}use either --config or --config-dir, not both"),
         ),
         (
-            &["--providers", "ecr", "--config", "/etc/eks/config.json"][..],
-            "this script writes YAML",
+            &["--providers", "ecr", "--no-exec-check"][..],
+            format!(
+                "{wrapper}--no-exec-check is gone: install no longer runs the binaries, it checks that they are built for the architecture of the node"
+            ),
         ),
         (
             &["--providers", "ecr", "--bin-dir", "relative/dir"][..],
-            "--bin-dir must be an absolute path",
+            format!("{checker}--bin-dir must be an absolute path"),
         ),
         (
             &["--providers", "gcr", "--service-account"][..],
-            "gcr with --service-account needs --gcr-identity-provider and --gcr-project-id (GKE), or --gcr-wif-audience",
+            format!(
+                "{checker}gcr with --service-account needs --gcr-identity-provider and --gcr-project-id (GKE), or --gcr-wif-audience"
+            ),
         ),
         (
             &[
@@ -715,32 +795,30 @@ fn usage_errors_are_one_line_and_touch_nothing() {
                 "--api-version",
                 "v1beta1",
             ][..],
-            "--service-account needs --api-version v1",
+            format!("{checker}--service-account needs --api-version v1"),
         ),
         (
             &["--providers", "ecr", "--cache-duration", "1d"][..],
-            "--cache-duration must be a Go duration",
+            format!("{checker}--cache-duration must be a Go duration"),
         ),
         (
             &["--providers", "static"][..],
-            "static needs --static-registry, --static-username and --static-password-file",
+            format!(
+                "{checker}static needs --static-registry, --static-username and --static-password-file"
+            ),
         ),
         (
             &["--providers", "ecr", "--arg", "gcr=-v"][..],
-            "options for gcr given, but gcr is not in --providers",
+            format!("{checker}--arg: options for gcr given, but gcr is not in --provider"),
         ),
     ] {
         let out = install(root, args);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
-        assert!(
-            out.stderr.starts_with("install: error: ") && out.stderr.contains(why),
-            "{args:?}: {}",
-            out.stderr
-        );
+        assert!(out.stderr.starts_with(&why), "{args:?}: {}", out.stderr);
         assert_eq!(out.stdout, "");
     }
-    assert!(snapshot(root).is_empty());
+    assert!(untouched(root));
 
     // Missing binaries in --from: exit 1, named.
     let empty = dir.path().join("empty");
@@ -755,12 +833,16 @@ fn usage_errors_are_one_line_and_touch_nothing() {
         "{}",
         out.stderr
     );
-    // A binary that cannot run here (wrong architecture, missing libraries) is caught before install.
+    // A binary that cannot run here (not a Linux executable, another architecture) is caught
+    // before install.
     write_script(&empty.join("ecr-credential-provider"), "exit 126");
     let out = install_from(root, &empty, &["--providers", "ecr"]);
     assert_eq!(out.code, 1);
     assert!(
-        out.stderr.contains("does not run on this machine"),
+        out.stderr.contains(&format!(
+            "{} is not a Linux (ELF) executable",
+            empty.join("ecr-credential-provider").display()
+        )),
         "{}",
         out.stderr
     );
@@ -771,11 +853,11 @@ fn usage_errors_are_one_line_and_touch_nothing() {
 fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
     if kcp_testkit::skip_on_windows(
         "a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-dropin-bins");
+    let dir = node_root("install-dropin-bins");
     let root = dir.path();
     // GKE's file names auth-provider-gcp, which is not in the bin dir we install into.
     platform_drop_in(root, "gke.yaml", "00-gke.yaml");
@@ -792,14 +874,13 @@ fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stderr.contains(&format!(
-            "error: plugin binary executable {} did not exist\n",
-            root.join(BIN_DIR).join("auth-provider-gcp").display()
+            "plugin binary executable {NODE_BIN_DIR}/auth-provider-gcp did not exist"
         )),
         "{}",
         out.stderr
     );
     assert!(
-        out.stderr.ends_with("nothing was changed\n"),
+        out.stderr.ends_with("nothing was changed)\n"),
         "{}",
         out.stderr
     );
@@ -807,16 +888,16 @@ fn a_drop_in_the_kubelet_could_not_start_with_is_refused_before_any_write() {
 }
 
 /// The config is `credential-provider-check init`'s output for the same options, behind the marker;
-/// the files init says the providers read at run time are the ones the notes name.
+/// the report ends with init's explanation (the files the providers read at run time among it).
 #[test]
 fn the_config_is_what_init_prints_for_the_same_options() {
     if kcp_testkit::skip_on_windows(
         "the_config_is_what_init_prints_for_the_same_options",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-init");
+    let dir = node_root("install-init");
     let root = dir.path();
     let shaping = [
         "--service-account",
@@ -848,14 +929,15 @@ fn the_config_is_what_init_prints_for_the_same_options() {
     );
     let written = std::fs::read_to_string(root.join(CONFIG)).unwrap();
     let (marker, body) = written.split_once('\n').unwrap();
-    assert!(
-        marker.starts_with("# Managed by kubelet-credential-providers scripts/install (sha256:")
-    );
+    assert!(marker.starts_with(
+        "# Managed by kubelet-credential-providers credential-provider-check install (sha256:"
+    ));
 
     let init = check(
         [
             &[
                 "init",
+                "--explain",
                 "--provider",
                 "ecr,acr,static",
                 "--bin-dir",
@@ -870,11 +952,20 @@ fn the_config_is_what_init_prints_for_the_same_options() {
     assert_eq!(init.code, 0, "{}", init.stderr);
     assert_eq!(body, init.stdout);
     assert!(
-        out.stdout.ends_with(
-            "note: /etc/azure/cloud.json does not exist yet; acr-credential-provider fails until it does\n\
-             note: /etc/kubernetes/registry.password does not exist yet; static-credential-provider fails until it does\n\
-             service-account mode: nodes need RBAC verb request-serviceaccounts-token-audience on each audience in the config\n"
+        init.stderr.contains(
+            "file read at run time: /etc/azure/cloud.json (acr-credential-provider)\n\
+             file read at run time: /etc/kubernetes/registry.password (static-credential-provider)\n"
+        ) && init.stderr.contains(
+            "Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience.\n"
         ),
+        "{}",
+        init.stderr
+    );
+    assert!(
+        out.stdout.ends_with(&format!(
+            "{}restart the kubelet to load the new config: systemctl restart kubelet on the node\n",
+            init.stderr
+        )),
         "{}",
         out.stdout
     );
@@ -886,19 +977,24 @@ fn the_config_is_what_init_prints_for_the_same_options() {
 fn a_config_init_refuses_is_one_line_and_changes_nothing() {
     if kcp_testkit::skip_on_windows(
         "a_config_init_refuses_is_one_line_and_changes_nothing",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-init-refuses");
+    let dir = node_root("install-init-refuses");
     let root = dir.path();
     let out = install(root, &["--providers", "ecr", "--match-images", "ecr=a b"]);
-    refused(
-        &out,
-        r#"the kubelet would refuse this config: failed to validate credential provider config: providers.matchImages: Invalid value: "a b""#,
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(
+            r#"credential-provider-check: install: init: the kubelet would refuse this config: failed to validate credential provider config: providers.matchImages: Invalid value: "a b""#
+        ),
+        "{}",
+        out.stderr
     );
     assert_eq!(out.stdout, "");
-    assert!(snapshot(root).is_empty());
+    assert!(untouched(root));
 }
 
 /// What the kubelet accepts but can never work is installed, with init's warning on stderr.
@@ -906,11 +1002,11 @@ fn a_config_init_refuses_is_one_line_and_changes_nothing() {
 fn init_warnings_are_shown_and_do_not_stop_the_install() {
     if kcp_testkit::skip_on_windows(
         "init_warnings_are_shown_and_do_not_stop_the_install",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
-    let dir = TempDir::new("install-init-warns");
+    let dir = node_root("install-init-warns");
     let root = dir.path();
     let out = install(
         root,
@@ -925,18 +1021,18 @@ fn init_warnings_are_shown_and_do_not_stop_the_install() {
     assert_eq!(
         out.stderr.lines().collect::<Vec<_>>(),
         [
-            r#"install: warning: ecr-credential-provider: matchImages entry "https://r.example.com" has a scheme (https://): the kubelet prefixes https:// itself, so it never matches any image"#
+            r#"credential-provider-check: install: warning: ecr-credential-provider: matchImages entry "https://r.example.com" has a scheme (https://): the kubelet prefixes https:// itself, so it never matches any image"#
         ]
     );
     assert!(root.join(CONFIG).is_file());
 }
 
-/// An older checker (no `init`) is named as the problem, not reported as a usage error.
+/// An older checker (no `install`) is named as the problem, not reported as a usage error.
 #[test]
-fn a_checker_without_init_is_named() {
+fn a_checker_without_install_is_named() {
     if kcp_testkit::skip_on_windows(
-        "a_checker_without_init_is_named",
-        "scripts/install is the installer for Linux nodes (bash, file modes); Windows nodes: docs/install.md",
+        "a_checker_without_install_is_named",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
     ) {
         return;
     }
@@ -946,18 +1042,194 @@ fn a_checker_without_init_is_named() {
     let old = dir.path().join("credential-provider-check");
     write_script(
         &old,
-        "echo \"error: unrecognized subcommand 'init'\" >&2; echo >&2; echo 'Usage: credential-provider-check <COMMAND>' >&2; exit 2",
+        "echo \"error: unrecognized subcommand 'install'\" >&2; echo >&2; echo 'Usage: credential-provider-check <COMMAND>' >&2; exit 2",
     );
     let out = install_with(&root, &target_bin_dir(), &old, &["--providers", "ecr"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
         out.stderr.contains(&format!(
-            "install: error: {} has no init command (an older release?)",
+            "install: error: {} has no install command (an older release?)",
             old.display()
         )),
         "{}",
         out.stderr
     );
     assert!(snapshot(&root).is_empty());
+}
+
+/// A stand-in checker that answers `install --help` and otherwise writes each argument it got on
+/// a line of `<dir>/args`, prints a line on stdout and one on stderr, and exits 3.
+fn fake_checker(dir: &Path) -> PathBuf {
+    let path = dir.join("credential-provider-check");
+    write_script(
+        &path,
+        &format!(
+            "[ \"$1 $2\" = 'install --help' ] && exit 0\nprintf '%s\\n' \"$@\" > '{}'\necho 'the report'\necho 'a refusal' >&2\nexit 3",
+            dir.join("args").display()
+        ),
+    );
+    path
+}
+
+/// The wrapper only maps its options: the checker gets `install --host-root ROOT --from DIR`, the
+/// mapped options and every other argument as given, and its output and exit status are the
+/// wrapper's.
+#[test]
+fn the_wrapper_only_maps_options_onto_the_checker() {
+    if kcp_testkit::skip_on_windows(
+        "the_wrapper_only_maps_options_onto_the_checker",
+        "scripts/install is bash; Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
+    let dir = TempDir::new("install-wrapper-args");
+    let fake = fake_checker(dir.path());
+    let from = dir.path().join("release");
+    std::fs::create_dir(&from).unwrap();
+    let run = |args: &[&str]| -> (Run, Vec<String>) {
+        let _ = std::fs::remove_file(dir.path().join("args"));
+        let out = Command::new("bash")
+            .arg(script())
+            .args(args)
+            .output()
+            .expect("running scripts/install");
+        let got = std::fs::read_to_string(dir.path().join("args")).unwrap_or_default();
+        (
+            Run::from_output(out),
+            got.lines().map(str::to_owned).collect(),
+        )
+    };
+    let checker_opt = format!("--checker={}", fake.display());
+    let from_s = from.display().to_string();
+    // The checker's own options, inline values included: passed as given, in order.
+    let passed = [
+        "--bin-dir=/opt/bin",
+        "--cache-duration",
+        "30m",
+        "--arg",
+        "ecr=--strict-hosts",
+        "--no-config",
+        "--dry-run",
+        "--force",
+        "--platform",
+        "k3s",
+    ];
+    let (out, got) = run(&[
+        &[
+            "--providers",
+            "ecr,gcr",
+            &checker_opt,
+            "--from",
+            &from_s,
+            "--root",
+            "/image/tree",
+            "--config",
+            "-odd.yaml",
+        ],
+        &passed[..],
+    ]
+    .concat());
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (3, "the report\n", "a refusal\n")
+    );
+    assert_eq!(
+        got,
+        [
+            &[
+                "install",
+                "--host-root",
+                "/image/tree",
+                "--from",
+                &from_s,
+                "--providers",
+                "ecr,gcr",
+                "--config-path=-odd.yaml",
+            ],
+            &passed[..],
+        ]
+        .concat()
+    );
+    // --config-dir is a drop-in; without --root, the host root is /.
+    let (out, got) = run(&[
+        "--checker",
+        &fake.display().to_string(),
+        "--from",
+        &from_s,
+        "--providers=acr",
+        "--config-dir=/etc/kubernetes/credential-providers.d",
+    ]);
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert_eq!(
+        got,
+        [
+            "install",
+            "--host-root",
+            "/",
+            "--from",
+            &from_s,
+            "--providers=acr",
+            "--drop-in",
+            "--config-path=/etc/kubernetes/credential-providers.d",
+        ]
+    );
+}
+
+/// Without --checker, the checker is the one beside the provider binaries (a release unpacked
+/// into one directory, or target/release), then beside the script, then on PATH; when there is
+/// none, one line says where it looked and what to do.
+#[test]
+fn the_wrapper_finds_the_checker_beside_the_binaries_or_says_it_is_missing() {
+    if kcp_testkit::skip_on_windows(
+        "the_wrapper_finds_the_checker_beside_the_binaries_or_says_it_is_missing",
+        "scripts/install is bash; Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
+    let dir = TempDir::new("install-wrapper-find");
+    let release = dir.path().join("release");
+    std::fs::create_dir(&release).unwrap();
+    let run = |extra_path: Option<&Path>| {
+        let path = match extra_path {
+            Some(p) => format!("{}:/usr/bin:/bin", p.display()),
+            None => "/usr/bin:/bin".to_owned(),
+        };
+        let out = Command::new("bash")
+            .arg(script())
+            .args(["--providers", "ecr", "--from"])
+            .arg(&release)
+            .env("PATH", path)
+            .output()
+            .expect("running scripts/install");
+        Run::from_output(out)
+    };
+    let out = run(None);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        format!(
+            "install: error: credential-provider-check not found in {}, beside this script nor on PATH: it does the install; take it from the same release as the providers (its own archive) and put it beside them, or pass --checker PATH\n",
+            release.display()
+        )
+    );
+    assert_eq!(out.stdout, "");
+
+    // On PATH.
+    let on_path = dir.path().join("path");
+    std::fs::create_dir(&on_path).unwrap();
+    fake_checker(&on_path);
+    let out = run(Some(&on_path));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(on_path.join("args").is_file());
+
+    // Beside the binaries: taken before the one on PATH.
+    fake_checker(&release);
+    let out = run(Some(&on_path));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    let got = std::fs::read_to_string(release.join("args")).unwrap();
+    assert!(
+        got.starts_with("install\n--host-root\n/\n--from\n"),
+        "{got}"
+    );
 }
