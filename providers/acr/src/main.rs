@@ -106,11 +106,7 @@ fn main() -> ExitCode {
         identity_bindings,
         token_cache: settings.token_cache.clone(),
     };
-    kcp_plugin::runner::run_with_fast_path(
-        &settings,
-        |request| provider.answer_from_cache(request),
-        async |request, deadline| provider.credentials(request, deadline).await,
-    )
+    kcp_plugin::runner::serve(&settings, &provider)
 }
 
 #[cfg(test)]

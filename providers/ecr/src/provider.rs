@@ -11,6 +11,7 @@ use base64::Engine;
 use kcp_kubelet::cache_hint::CachePolicy;
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::logging::error_chain;
 use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
@@ -135,9 +136,9 @@ impl Principal {
 }
 
 /// What a request needs, decided without any network: the registry (after mirrors), its
-/// endpoints, whose credentials ask, and the cache key. Shared by the cache look before any async
-/// runtime exists ([`EcrProvider::answer_from_cache`]) and the fetch.
-struct Plan<'a> {
+/// endpoints, whose credentials ask, and the cache key. Made once by [`Provider::plan`] and taken
+/// by both the cache look before any async runtime exists and the fetch.
+pub struct Plan<'a> {
     mirror: Option<&'a EcrMirror>,
     kind: RegistryKind,
     endpoints: Endpoints,
@@ -149,14 +150,34 @@ struct Plan<'a> {
     no_association: bool,
 }
 
-impl EcrProvider {
-    /// Fetches an ECR token for `request` and maps it into the kubelet response.
-    pub async fn credentials(
-        &self,
-        request: &CredentialProviderRequest,
+impl Provider for EcrProvider {
+    type Plan<'a> = Plan<'a>;
+    type Error = anyhow::Error;
+
+    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
+        self.plan_with(request, true)
+    }
+
+    /// The token of `plan` from the token cache alone. Runs before any async runtime, SDK config
+    /// or HTTP client exists.
+    fn from_cache<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: &Plan<'a>,
+    ) -> Option<Credentials> {
+        let cache = self.token_cache.as_ref()?;
+        let token = cache.get(plan.key.as_ref()?)?;
+        log_plan(self, request, plan);
+        Some(self.answer(request, plan, token, token_cache::Source::Cache))
+    }
+
+    /// Fetches an ECR token for `plan` and maps it into the kubelet response.
+    async fn fetch<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: Plan<'a>,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let plan = self.plan(request, true)?;
         log_plan(self, request, &plan);
         let (plan, (token, source)) = match self.get_or_fetch(request, &plan, deadline).await {
             Ok(fetched) => (plan, fetched),
@@ -166,7 +187,7 @@ impl EcrProvider {
                 };
                 // No association is no role for this ServiceAccount: the precedence goes on as
                 // without Pod Identity (upstream uses the node when a token comes with no role).
-                let fallback = self.plan(request, false)?;
+                let fallback = self.plan_with(request, false)?;
                 tracing::info!(
                     "{none}; pulling with {} instead, answer cached for at most {}",
                     fallback.principal.describe(),
@@ -178,7 +199,9 @@ impl EcrProvider {
         };
         Ok(self.answer(request, &plan, token, source))
     }
+}
 
+impl EcrProvider {
     /// The token for `plan`, from the token cache or fetched (and then stored).
     async fn get_or_fetch(
         &self,
@@ -191,7 +214,7 @@ impl EcrProvider {
             plan.key.as_ref(),
             deadline,
             async || {
-                self.fetch(
+                self.fetch_token(
                     request,
                     &plan.kind,
                     &plan.endpoints,
@@ -205,21 +228,10 @@ impl EcrProvider {
         .await
     }
 
-    /// Answers `request` from the token cache alone, or `None` (no cache, a miss, or a request
-    /// [`Self::credentials`] refuses: it then says why). Runs before any async runtime, SDK
-    /// config or HTTP client exists.
-    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
-        let cache = self.token_cache.as_ref()?;
-        let plan = self.plan(request, true).ok()?;
-        let token = cache.get(plan.key.as_ref()?)?;
-        log_plan(self, request, &plan);
-        Some(self.answer(request, &plan, token, token_cache::Source::Cache))
-    }
-
     /// Every check and choice that needs no network: mirrors, host class, strict refusal, the
-    /// principal and the cache key. Logs nothing (the cache look and the fetch both call it).
+    /// principal and the cache key. Logs nothing (the cache look and the fetch log it).
     /// `pod_identity: false` plans the fallback after EKS Auth found no association.
-    fn plan<'a>(
+    fn plan_with<'a>(
         &'a self,
         request: &CredentialProviderRequest,
         pod_identity: bool,
@@ -317,7 +329,7 @@ impl EcrProvider {
 
     /// Calls ECR (after STS when `principal` is a role) for a token. Its expiry is the
     /// earlier of the token's and the assumed role session's.
-    async fn fetch(
+    async fn fetch_token(
         &self,
         request: &CredentialProviderRequest,
         kind: &RegistryKind,
