@@ -15,7 +15,7 @@ use crate::deadline::Deadline;
 use crate::runner::ProviderError;
 
 /// A credential provider, driven by [`crate::runner::serve`]: every check on a request happens
-/// in [`Self::plan`]; [`Self::from_cache`] and [`Self::fetch`] only act on a plan.
+/// in [`Self::plan`]; [`Self::answer_from_cache`] and [`Self::fetch`] only act on a plan.
 ///
 /// Why `plan` is separate: a cache hit is answered before any async runtime, HTTP client or SDK
 /// exists (a few dozen system calls), so the cache look cannot share the fetch's code path. When
@@ -26,9 +26,9 @@ use crate::runner::ProviderError;
 ///
 /// The runner calls, per exec:
 /// 1. `plan`, synchronously, before any async runtime. An error is the run's failure: its chain
-///    of causes is the one stderr line, exit 1, nothing on stdout; neither `from_cache` nor
+///    of causes is the one stderr line, exit 1, nothing on stdout; neither `answer_from_cache` nor
 ///    `fetch` is called.
-/// 2. `from_cache` with the plan: an answer from the token cache, or `None` (no cache, a miss, or
+/// 2. `answer_from_cache` with the plan: an answer from the token cache, or `None` (no cache, a miss, or
 ///    a plan the cache does not serve). It must not touch the network.
 /// 3. On `None`, `fetch` with the same plan, on a single-threaded runtime cancelled at the
 ///    deadline. Only this step is timed in the metrics' fetch duration (and a refusal by `plan`,
@@ -56,7 +56,7 @@ pub trait Provider {
 
     /// The answer from the token cache for `plan`, with no network call; `None` on a miss, when
     /// there is no cache, or when the plan is not answered from the cache (the fetch then runs).
-    fn from_cache<'a>(
+    fn answer_from_cache<'a>(
         &'a self,
         request: &'a CredentialProviderRequest,
         plan: &Self::Plan<'a>,

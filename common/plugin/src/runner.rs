@@ -154,7 +154,7 @@ fn respond<P: Provider>(
             return Err(provider_failure(e));
         }
     };
-    let mut credentials = match provider.from_cache(&request, &plan) {
+    let mut credentials = match provider.answer_from_cache(&request, &plan) {
         Some(credentials) => credentials,
         None => {
             let started = Instant::now();
@@ -282,7 +282,7 @@ mod tests {
         fetch: Fetch,
         /// Plans made, so each plan has its own number.
         plans: Cell<u32>,
-        /// The plan numbers `from_cache` and `fetch` were given.
+        /// The plan numbers `answer_from_cache` and `fetch` were given.
         cache_looks: RefCell<Vec<u32>>,
         fetches: RefCell<Vec<u32>>,
     }
@@ -324,7 +324,7 @@ mod tests {
             })
         }
 
-        fn from_cache<'a>(
+        fn answer_from_cache<'a>(
             &'a self,
             _: &'a CredentialProviderRequest,
             plan: &TestPlan<'a>,

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use acr_credential_provider::config::AzureConfig;
 use acr_credential_provider::host;
-use acr_credential_provider::ib::{IbConfig, IbFlags};
+use acr_credential_provider::identity_bindings::{IbConfig, IbFlags};
 use acr_credential_provider::provider::AcrProvider;
 use clap::Parser;
 use kcp_plugin::runner::usage_error;

@@ -12,12 +12,13 @@ use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
 use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
+use crate::annotations::{CLIENT_ID_ANNOTATION, TENANT_ID_ANNOTATION};
 use crate::cloud::{ACR_SCOPE, Cloud};
 use crate::config::AzureConfig;
 use crate::exchange;
 use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes, Target};
-use crate::ib::{self, IbConfig};
 use crate::identity::{self, Identity};
+use crate::identity_bindings::{self, IbConfig};
 
 /// The user name that tells ACR the password is a refresh token.
 pub const NULL_GUID: &str = "00000000-0000-0000-0000-000000000000";
@@ -101,7 +102,7 @@ impl Provider for AcrProvider {
     /// The refresh token of `plan` from the token cache alone: `None` as well for a cloud whose
     /// metadata must be fetched and for passthrough. Runs before any async runtime or HTTP
     /// client exists.
-    fn from_cache<'a>(
+    fn answer_from_cache<'a>(
         &'a self,
         request: &'a CredentialProviderRequest,
         plan: &Plan,
@@ -290,11 +291,11 @@ fn log_plan(
     } else if provider.identity_bindings.is_none()
         && !request
             .service_account_annotations
-            .contains_key(identity::CLIENT_ID_ANNOTATION)
+            .contains_key(CLIENT_ID_ANNOTATION)
     {
         tracing::info!(
             "the request has a service-account token but no {} annotation; using the node's identity",
-            identity::CLIENT_ID_ANNOTATION
+            CLIENT_ID_ANNOTATION
         );
     }
 }
@@ -322,16 +323,12 @@ fn binding_identity(
         );
     };
     let annotations = &request.service_account_annotations;
-    let client_id = ib::client_id(
-        annotations
-            .get(identity::CLIENT_ID_ANNOTATION)
-            .map(String::as_str),
+    let client_id = identity_bindings::client_id(
+        annotations.get(CLIENT_ID_ANNOTATION).map(String::as_str),
         config,
     )?;
-    let tenant = ib::tenant_id(
-        annotations
-            .get(identity::TENANT_ID_ANNOTATION)
-            .map(String::as_str),
+    let tenant = identity_bindings::tenant_id(
+        annotations.get(TENANT_ID_ANNOTATION).map(String::as_str),
         config,
     );
     Ok(Identity::IdentityBinding {

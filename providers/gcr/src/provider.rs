@@ -140,7 +140,7 @@ impl Provider for GcrProvider {
 
     /// A `--authFlow=gcr` answer from the token cache alone. Runs before any async runtime or
     /// HTTP client exists.
-    fn from_cache<'a>(
+    fn answer_from_cache<'a>(
         &'a self,
         request: &'a CredentialProviderRequest,
         plan: &Plan<'a>,

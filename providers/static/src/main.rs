@@ -85,7 +85,7 @@ impl kcp_plugin::Provider for StaticProvider {
         ))
     }
 
-    fn from_cache<'a>(
+    fn answer_from_cache<'a>(
         &'a self,
         _: &'a CredentialProviderRequest,
         plan: &Credentials,
