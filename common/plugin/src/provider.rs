@@ -28,8 +28,8 @@ use crate::runner::ProviderError;
 /// 1. `plan`, synchronously, before any async runtime. An error is the run's failure: its chain
 ///    of causes is the one stderr line, exit 1, nothing on stdout; neither `answer_from_cache` nor
 ///    `fetch` is called.
-/// 2. `answer_from_cache` with the plan: an answer from the token cache, or `None` (no cache, a miss, or
-///    a plan the cache does not serve). It must not touch the network.
+/// 2. `answer_from_cache` with the plan: an answer from the token cache, or `None` (no cache, a
+///    miss, or a plan the cache does not serve). It must not touch the network.
 /// 3. On `None`, `fetch` with the same plan, on a single-threaded runtime cancelled at the
 ///    deadline. Only this step is timed in the metrics' fetch duration (and a refusal by `plan`,
 ///    which stands for the fetch it avoided).

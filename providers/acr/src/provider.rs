@@ -58,7 +58,7 @@ pub struct AcrProvider {
 /// What [`Provider::plan`] decided for a request: everything, when the cloud is known without
 /// the network; else nothing yet (a custom cloud's metadata must be fetched first, or its
 /// settings are wrong and the fetch reports it), and the fetch plans with the same
-/// [`AcrProvider::plan_for_cloud`] once the cloud is resolved.
+/// `AcrProvider::plan_for_cloud` once the cloud is resolved.
 pub struct Plan {
     ready: Option<Ready>,
 }
