@@ -418,30 +418,60 @@ mod tests {
         assert!((0..20).all(|_| answered(0) == 60));
     }
 
+    /// [`respond`] to [`REQ`]: its result, the fetch time it noted and what it wrote.
+    fn respond_to(
+        provider: &Scripted,
+    ) -> (Result<Vec<String>, (u8, Failure)>, Option<Duration>, String) {
+        let mut fetch_time = None;
+        let mut out = Vec::new();
+        let result = respond(
+            REQ,
+            Deadline::after(Duration::from_secs(5)),
+            0,
+            true,
+            provider,
+            &mut fetch_time,
+            &mut out,
+        );
+        (result, fetch_time, String::from_utf8(out).unwrap())
+    }
+
     #[test]
     fn a_cache_hit_never_calls_fetch() {
         let provider = Scripted {
             hit: true,
             ..Scripted::new(Fetch::Failing)
         };
-        let (code, out) = exec(REQ, &provider, Duration::from_secs(5));
-        assert_eq!(code, ExitCode::SUCCESS);
+        let (result, fetch_time, out) = respond_to(&provider);
+        assert_eq!(result.ok(), Some(vec!["reg.io:5000".to_owned()]));
         assert_eq!(
             out,
             "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"30s\",\"auth\":{\"reg.io:5000\":{\"username\":\"cached\",\"password\":\"c\"}}}\n"
         );
         assert_eq!(*provider.cache_looks.borrow(), [1]);
         assert!(provider.fetches.borrow().is_empty(), "a hit fetched");
+        assert_eq!(fetch_time, None, "a hit is no fetch to time");
+        let (code, _) = exec(REQ, &provider, Duration::from_secs(5));
+        assert_eq!(code, ExitCode::SUCCESS);
     }
 
     #[test]
     fn a_miss_calls_fetch_with_the_same_plan() {
         let provider = Scripted::new(Fetch::Failing);
-        let (code, out) = exec(REQ, &provider, Duration::from_secs(5));
-        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
+        let (result, fetch_time, out) = respond_to(&provider);
+        let Err((code, failure)) = result else {
+            panic!("a failed fetch answered");
+        };
+        assert_eq!(
+            (code, failure.text.as_str(), out.as_str()),
+            (EXIT_FAILURE, "token endpoint said 403", "")
+        );
         assert_eq!(provider.plans.get(), 1, "planned once");
         assert_eq!(*provider.cache_looks.borrow(), [1]);
         assert_eq!(*provider.fetches.borrow(), [1], "the cache look's plan");
+        assert!(fetch_time.is_some(), "the fetch is timed");
+        let (code, out) = exec(REQ, &Scripted::new(Fetch::Failing), Duration::from_secs(5));
+        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
     }
 
     #[test]
@@ -451,17 +481,7 @@ mod tests {
             hit: true,
             ..Scripted::new(Fetch::Fixed)
         };
-        let mut fetch_time = None;
-        let mut out = Vec::new();
-        let result = respond(
-            REQ,
-            Deadline::after(Duration::from_secs(5)),
-            0,
-            false,
-            &provider,
-            &mut fetch_time,
-            &mut out,
-        );
+        let (result, fetch_time, out) = respond_to(&provider);
         let Err((code, failure)) = result else {
             panic!("a refused plan was answered");
         };
@@ -471,9 +491,10 @@ mod tests {
             "reg.io:5000 is not a registry of this provider"
         );
         assert_eq!(failure.class, ErrorClass::Other);
-        assert!(out.is_empty(), "{}", String::from_utf8_lossy(&out));
+        assert_eq!(out, "");
         assert!(provider.cache_looks.borrow().is_empty(), "cache looked");
         assert!(provider.fetches.borrow().is_empty(), "fetched");
+        // As when the refusal came from the fetch: the metrics count it as a timed fetch.
         assert!(fetch_time.is_some(), "a refusal is timed as the fetch");
         let (code, out) = exec(REQ, &provider, Duration::from_secs(5));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
