@@ -166,14 +166,26 @@ impl Provider for GcrProvider {
     ) -> anyhow::Result<Credentials> {
         let http = HttpClient::from_env()
             .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
-        if let Some(plan) = plan.token {
-            return self.gcr(&http, request, plan, deadline).await;
+        match plan.token {
+            Some(plan) => self.gcr(&http, request, plan, deadline).await,
+            None => self.dockercfg(&http, request, deadline).await,
         }
+    }
+}
+
+impl GcrProvider {
+    /// A `--authFlow=dockercfg` or `dockercfg-url` answer: the document's registries as they are.
+    async fn dockercfg(
+        &self,
+        http: &HttpClient,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
         let (auth, what) = if self.flow == AuthFlow::Dockercfg {
-            let auth = dockercfg::from_attribute(&http, &self.metadata, deadline).await;
+            let auth = dockercfg::from_attribute(http, &self.metadata, deadline).await;
             (auth, dockercfg::DOCKERCFG_ATTRIBUTE)
         } else {
-            let auth = dockercfg::from_url_attribute(&http, &self.metadata, deadline).await;
+            let auth = dockercfg::from_url_attribute(http, &self.metadata, deadline).await;
             (auth, dockercfg::DOCKERCFG_URL_ATTRIBUTE)
         };
         let auth = auth.map_err(|e| {
@@ -200,9 +212,7 @@ impl Provider for GcrProvider {
             auth,
         })
     }
-}
 
-impl GcrProvider {
     /// Which token answers `request`, and its cache key: every check and choice of the `gcr`
     /// flow that needs no network. Logs nothing (the cache look and the fetch log the source).
     fn token_plan<'a>(

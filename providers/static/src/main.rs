@@ -51,6 +51,7 @@ struct Cli {
     rest: Vec<String>,
 }
 
+/// The robot account: the registries it is for, its user name and where its password is.
 struct StaticProvider {
     registries: Vec<String>,
     username: String,
@@ -93,6 +94,7 @@ impl kcp_plugin::Provider for StaticProvider {
         Some(plan.clone())
     }
 
+    /// Not reached (the cache look always answers), but the same answer all the same.
     async fn fetch<'a>(
         &'a self,
         _: &'a CredentialProviderRequest,
