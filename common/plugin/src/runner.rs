@@ -130,8 +130,11 @@ impl Failure {
     }
 }
 
-/// The run up to the answer on stdout: the auth keys answered (only when `keys` asks, so a run
-/// without metrics copies nothing), or the exit code and failure.
+/// How a run ended: the auth keys answered (only when asked for, so a run without metrics copies
+/// nothing), or the exit code and failure.
+type Responded = Result<Vec<String>, (u8, Failure)>;
+
+/// The run up to the answer on stdout.
 fn respond<P: Provider>(
     input: &[u8],
     deadline: Deadline,
@@ -140,7 +143,7 @@ fn respond<P: Provider>(
     provider: &P,
     fetch_time: &mut Option<Duration>,
     stdout: &mut dyn Write,
-) -> Result<Vec<String>, (u8, Failure)> {
+) -> Responded {
     let request = CredentialProviderRequest::from_bytes(input)
         .map_err(|e| (EXIT_USAGE, Failure::new(e.to_string(), ErrorClass::Usage)))?;
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
@@ -419,9 +422,7 @@ mod tests {
     }
 
     /// [`respond`] to [`REQ`]: its result, the fetch time it noted and what it wrote.
-    fn respond_to(
-        provider: &Scripted,
-    ) -> (Result<Vec<String>, (u8, Failure)>, Option<Duration>, String) {
+    fn respond_to(provider: &Scripted) -> (Responded, Option<Duration>, String) {
         let mut fetch_time = None;
         let mut out = Vec::new();
         let result = respond(
