@@ -8,6 +8,7 @@
 //!   one-line usage errors.
 //! - [`settings`]: flags and environment resolved once into one value, before stdin is read.
 //! - [`hygiene`]: no core dumps and no ptrace by peers, from a provider's first line.
+//! - [`provider`]: the one shape of every provider (plan, token cache, fetch), as a trait.
 //! - [`runner`]: stdin → provider → exactly one response on stdout, errors as one stderr line.
 //! - [`deadline`], [`retry`], [`http`]: one overall deadline, jittered retries, HTTP for hand-rolled calls.
 //! - [`endpoint`]: which URLs may carry credentials (https, or http to loopback); URLs from input.
@@ -28,6 +29,7 @@ pub mod hygiene;
 pub mod jwt;
 pub mod logging;
 pub mod metrics;
+pub mod provider;
 pub mod retry;
 pub mod runner;
 pub mod settings;
@@ -39,4 +41,5 @@ pub use kcp_kubelet::{
     self as kubelet, ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials,
     Secret,
 };
+pub use provider::Provider;
 pub use runner::ProviderError;

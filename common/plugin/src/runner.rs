@@ -1,12 +1,12 @@
 //! The one way a provider binary runs: stdin → request → provider → exactly one response on stdout.
 //!
-//! A provider's `main` parses its own flags and calls [`run`] with an async closure that turns a
-//! request into [`Credentials`] (or [`run_with_fast_path`], with a synchronous answer tried first:
-//! a token-cache hit is answered before any async runtime, HTTP client or SDK exists). The runner
-//! owns everything the kubelet contract demands of every plugin: read stdin to EOF with a size cap,
-//! validate the request, start logging on stderr, run the provider under one overall [`Deadline`],
-//! answer in the request's apiVersion, and on any failure print one clear line on stderr, nothing
-//! on stdout, and exit non-zero.
+//! A provider's `main` parses its own flags and calls [`serve`] with its [`Provider`]: the runner
+//! plans the request (before any async runtime), tries the token cache, and only on a miss starts
+//! a single-threaded runtime for the fetch; a cache hit is answered before any async runtime,
+//! HTTP client or SDK exists. The runner owns everything the kubelet contract demands of every
+//! plugin: read stdin to EOF with a size cap, validate the request, run the provider under one
+//! overall [`Deadline`], answer in the request's apiVersion, and on any failure print one clear
+//! line on stderr, nothing on stdout, and exit non-zero.
 
 use std::future::Future;
 use std::io::{IsTerminal, Read, Write};
@@ -16,10 +16,11 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::deadline::Deadline;
 use crate::logging::{self, error_chain};
 use crate::metrics::{self, ErrorClass, MetricsFile, Outcome};
+use crate::provider::Provider;
 use crate::settings::Settings;
 use kcp_kubelet::cache_hint;
 use kcp_kubelet::protocol::{
-    CredentialProviderRequest, CredentialProviderResponse, Credentials, MAX_REQUEST_BYTES,
+    CredentialProviderRequest, CredentialProviderResponse, MAX_REQUEST_BYTES,
 };
 
 /// The error a provider returns: anything that can be shown as a chain of causes.
@@ -30,27 +31,9 @@ pub const EXIT_FAILURE: u8 = 1;
 /// Exit status for a bad request, bad flags or a bad configuration file.
 pub const EXIT_USAGE: u8 = 2;
 
-/// Runs `provide` against the request on stdin, writing the response to stdout. Returns the
+/// Answers the request on stdin with `provider`, writing the response to stdout. Returns the
 /// process exit code. `settings` come from [`crate::cli::start`], which also started logging.
-/// Network calls in `provide` must respect the deadline it is given; the runner also cancels the
-/// whole future when it passes.
-pub fn run<E: Into<ProviderError>>(
-    settings: &Settings,
-    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
-) -> ExitCode {
-    run_with_fast_path(settings, |_| None, provide)
-}
-
-/// [`run`] with a fast path: `fast` answers a request synchronously when it can (a token-cache
-/// hit; the static provider always) or says `None` (no cache, a miss, or anything it would not
-/// answer itself: `provide` then runs as usual and reports it). A cache hit then costs no async
-/// runtime, no HTTP client and no trust store. `fast` must apply every check `provide` applies
-/// before it would give the same answer.
-pub fn run_with_fast_path<E: Into<ProviderError>>(
-    settings: &Settings,
-    fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
-    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
-) -> ExitCode {
+pub fn serve<P: Provider>(settings: &Settings, provider: &P) -> ExitCode {
     let deadline = Deadline::after(settings.deadline);
     let stdin = std::io::stdin();
     if stdin.is_terminal() {
@@ -65,8 +48,7 @@ pub fn run_with_fast_path<E: Into<ProviderError>>(
         deadline,
         settings.cache_jitter,
         settings.metrics.as_ref(),
-        fast,
-        provide,
+        provider,
         &mut std::io::stdout().lock(),
     )
 }
@@ -77,27 +59,15 @@ pub fn usage_error(message: &str) -> ExitCode {
     fail(EXIT_USAGE, message)
 }
 
-/// Everything after stdin is read, with the output stream injected (for tests). `jitter` is the
-/// percentage `cacheDuration` may be lowered by (see [`cache_hint::with_jitter`]).
-pub fn run_with_input<E: Into<ProviderError>>(
-    input: &[u8],
-    deadline: Deadline,
-    jitter: u8,
-    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
-    stdout: &mut dyn Write,
-) -> ExitCode {
-    answer(input, deadline, jitter, None, |_| None, provide, stdout)
-}
-
-/// [`run_with_input`] with a fast path tried first (see [`run_with_fast_path`]), each run's
-/// outcome added to `metrics` when there is one.
-fn answer<E: Into<ProviderError>>(
+/// Everything after stdin is read, with the output stream injected (for tests): `jitter` is the
+/// percentage `cacheDuration` may be lowered by (see [`cache_hint::with_jitter`]), and each run's
+/// outcome is added to `metrics` when there is one.
+fn answer<P: Provider>(
     input: &[u8],
     deadline: Deadline,
     jitter: u8,
     metrics: Option<&MetricsFile>,
-    fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
-    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
+    provider: &P,
     stdout: &mut dyn Write,
 ) -> ExitCode {
     // Cleared so a note can only come from this run's token cache.
@@ -108,8 +78,7 @@ fn answer<E: Into<ProviderError>>(
         deadline,
         jitter,
         metrics.is_some(),
-        fast,
-        provide,
+        provider,
         &mut fetch_time,
         stdout,
     );
@@ -161,38 +130,47 @@ impl Failure {
     }
 }
 
-/// The run up to the answer on stdout: the auth keys answered (only when `keys` asks, so a run
-/// without metrics copies nothing), or the exit code and failure.
-#[allow(clippy::too_many_arguments)]
-fn respond<E: Into<ProviderError>>(
+/// How a run ended: the auth keys answered (only when asked for, so a run without metrics copies
+/// nothing), or the exit code and failure.
+type Responded = Result<Vec<String>, (u8, Failure)>;
+
+/// The run up to the answer on stdout.
+fn respond<P: Provider>(
     input: &[u8],
     deadline: Deadline,
     jitter: u8,
     keys: bool,
-    fast: impl FnOnce(&CredentialProviderRequest) -> Option<Credentials>,
-    provide: impl AsyncFn(&CredentialProviderRequest, Deadline) -> Result<Credentials, E>,
+    provider: &P,
     fetch_time: &mut Option<Duration>,
     stdout: &mut dyn Write,
-) -> Result<Vec<String>, (u8, Failure)> {
+) -> Responded {
     let request = CredentialProviderRequest::from_bytes(input)
         .map_err(|e| (EXIT_USAGE, Failure::new(e.to_string(), ErrorClass::Usage)))?;
     tracing::info!(image = %request.image, api_version = %request.api_version, service_account_token = request.service_account_token.is_some(), "request received");
 
-    let mut credentials = match fast(&request) {
+    let started = Instant::now();
+    let plan = match provider.plan(&request) {
+        Ok(plan) => plan,
+        Err(e) => {
+            // Timed as the fetch it stands for: every answer that is not a cache hit counts.
+            *fetch_time = Some(started.elapsed());
+            return Err(provider_failure(e));
+        }
+    };
+    let mut credentials = match provider.answer_from_cache(&request, &plan) {
         Some(credentials) => credentials,
         None => {
             let started = Instant::now();
             // Boxed at once: a provider's future holds its SDK calls' state (tens of KiB), and
             // every move of it on the stack would touch fresh stack pages.
-            let result = block_on_with_deadline(Box::pin(provide(&request, deadline)), deadline);
+            let result = block_on_with_deadline(
+                Box::pin(provider.fetch(&request, plan, deadline)),
+                deadline,
+            );
             *fetch_time = Some(started.elapsed());
             match result {
                 Ok(Ok(credentials)) => credentials,
-                Ok(Err(e)) => {
-                    let e: ProviderError = e.into();
-                    let class = ErrorClass::of(e.as_ref());
-                    return Err((EXIT_FAILURE, Failure::new(error_chain(e.as_ref()), class)));
-                }
+                Ok(Err(e)) => return Err(provider_failure(e)),
                 Err(e) => return Err((EXIT_FAILURE, Failure::new(e, ErrorClass::Deadline))),
             }
         }
@@ -227,11 +205,15 @@ fn respond<E: Into<ProviderError>>(
     Ok(registries)
 }
 
+/// A provider's error (from its plan or its fetch) as the run's failure, with its metrics class.
+fn provider_failure(e: impl Into<ProviderError>) -> (u8, Failure) {
+    let e: ProviderError = e.into();
+    let class = ErrorClass::of(e.as_ref());
+    (EXIT_FAILURE, Failure::new(error_chain(e.as_ref()), class))
+}
+
 /// Drives `future` on a single-threaded runtime, cancelling it when `deadline` passes.
-pub fn block_on_with_deadline<F: Future>(
-    future: F,
-    deadline: Deadline,
-) -> Result<F::Output, String> {
+fn block_on_with_deadline<F: Future>(future: F, deadline: Deadline) -> Result<F::Output, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -280,53 +262,137 @@ fn fail(code: u8, message: &str) -> ExitCode {
 mod tests {
     use super::*;
     use kcp_kubelet::duration::GoDuration;
-    use kcp_kubelet::protocol::{AuthConfig, CacheKeyType};
+    use kcp_kubelet::protocol::{AuthConfig, CacheKeyType, Credentials};
+    use std::cell::{Cell, RefCell};
 
-    async fn fixed(
-        request: &CredentialProviderRequest,
-        _: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        Ok(Credentials::single(
-            CacheKeyType::Registry,
-            GoDuration::from_secs(60),
-            request.image_ref.registry(),
-            AuthConfig::new("u", "p"),
-        ))
+    /// What the test provider's fetch does.
+    #[derive(Clone, Copy)]
+    enum Fetch {
+        /// Answers `u`/`p` for a minute.
+        Fixed,
+        /// Fails as a token endpoint's 403.
+        Failing,
+        /// Never answers.
+        Hanging,
     }
 
-    async fn failing(
-        _: &CredentialProviderRequest,
-        _: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        Err("token endpoint said 403".into())
+    /// A provider whose every step is scripted, and which records which steps ran.
+    struct Scripted {
+        /// The plan's refusal, when it refuses.
+        refuse: Option<&'static str>,
+        /// Whether the cache answers (`cached`/`c` for 30 seconds).
+        hit: bool,
+        fetch: Fetch,
+        /// Plans made, so each plan has its own number.
+        plans: Cell<u32>,
+        /// The plan numbers `answer_from_cache` and `fetch` were given.
+        cache_looks: RefCell<Vec<u32>>,
+        fetches: RefCell<Vec<u32>>,
     }
 
-    async fn hanging(
-        _: &CredentialProviderRequest,
-        _: Deadline,
-    ) -> Result<Credentials, ProviderError> {
-        tokio::time::sleep(Duration::from_secs(3600)).await;
-        Err("unreachable".into())
+    impl Scripted {
+        fn new(fetch: Fetch) -> Self {
+            Scripted {
+                refuse: None,
+                hit: false,
+                fetch,
+                plans: Cell::new(0),
+                cache_looks: RefCell::new(Vec::new()),
+                fetches: RefCell::new(Vec::new()),
+            }
+        }
+    }
+
+    /// A plan: its number and the registry it is for.
+    struct TestPlan<'a> {
+        number: u32,
+        registry: &'a str,
+    }
+
+    impl Provider for Scripted {
+        type Plan<'a> = TestPlan<'a>;
+        type Error = ProviderError;
+
+        fn plan<'a>(
+            &'a self,
+            request: &'a CredentialProviderRequest,
+        ) -> Result<TestPlan<'a>, ProviderError> {
+            if let Some(refusal) = self.refuse {
+                return Err(refusal.into());
+            }
+            self.plans.set(self.plans.get() + 1);
+            Ok(TestPlan {
+                number: self.plans.get(),
+                registry: request.image_ref.registry(),
+            })
+        }
+
+        fn answer_from_cache<'a>(
+            &'a self,
+            _: &'a CredentialProviderRequest,
+            plan: &TestPlan<'a>,
+        ) -> Option<Credentials> {
+            self.cache_looks.borrow_mut().push(plan.number);
+            self.hit.then(|| {
+                Credentials::single(
+                    CacheKeyType::Registry,
+                    GoDuration::from_secs(30),
+                    plan.registry,
+                    AuthConfig::new("cached", "c"),
+                )
+            })
+        }
+
+        async fn fetch<'a>(
+            &'a self,
+            _: &'a CredentialProviderRequest,
+            plan: TestPlan<'a>,
+            _: Deadline,
+        ) -> Result<Credentials, ProviderError> {
+            self.fetches.borrow_mut().push(plan.number);
+            match self.fetch {
+                Fetch::Fixed => Ok(Credentials::single(
+                    CacheKeyType::Registry,
+                    GoDuration::from_secs(60),
+                    plan.registry,
+                    AuthConfig::new("u", "p"),
+                )),
+                Fetch::Failing => Err("token endpoint said 403".into()),
+                Fetch::Hanging => {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Err("unreachable".into())
+                }
+            }
+        }
     }
 
     const REQ: &[u8] = br#"{"kind":"CredentialProviderRequest","apiVersion":"credentialprovider.kubelet.k8s.io/v1beta1","image":"reg.io:5000/a/b"}"#;
 
-    fn exec(
+    fn exec_with(
         input: &[u8],
-        provide: impl AsyncFn(
-            &CredentialProviderRequest,
-            Deadline,
-        ) -> Result<Credentials, ProviderError>,
+        provider: &Scripted,
         budget: Duration,
+        jitter: u8,
     ) -> (ExitCode, String) {
         let mut out = Vec::new();
-        let code = run_with_input(input, Deadline::after(budget), 0, provide, &mut out);
+        let code = answer(
+            input,
+            Deadline::after(budget),
+            jitter,
+            None,
+            provider,
+            &mut out,
+        );
         (code, String::from_utf8(out).unwrap())
+    }
+
+    fn exec(input: &[u8], provider: &Scripted, budget: Duration) -> (ExitCode, String) {
+        exec_with(input, provider, budget, 0)
     }
 
     #[test]
     fn answers_in_the_request_version_with_one_line() {
-        let (code, out) = exec(REQ, fixed, Duration::from_secs(5));
+        let (code, out) = exec(REQ, &Scripted::new(Fetch::Fixed), Duration::from_secs(5));
         assert_eq!(code, ExitCode::SUCCESS);
         assert_eq!(
             out,
@@ -337,16 +403,9 @@ mod tests {
     #[test]
     fn jitter_lowers_the_cache_duration() {
         let answered = |jitter: u8| -> u64 {
-            let mut out = Vec::new();
-            let code = run_with_input(
-                REQ,
-                Deadline::after(Duration::from_secs(5)),
-                jitter,
-                fixed,
-                &mut out,
-            );
+            let provider = Scripted::new(Fetch::Fixed);
+            let (code, out) = exec_with(REQ, &provider, Duration::from_secs(5), jitter);
             assert_eq!(code, ExitCode::SUCCESS);
-            let out = String::from_utf8(out).unwrap();
             let text = out
                 .split("\"cacheDuration\":\"")
                 .nth(1)
@@ -362,44 +421,104 @@ mod tests {
         assert!((0..20).all(|_| answered(0) == 60));
     }
 
-    #[test]
-    fn a_cached_answer_skips_the_provider_and_a_miss_reaches_it() {
-        let hit = |request: &CredentialProviderRequest| {
-            Some(Credentials::single(
-                CacheKeyType::Registry,
-                GoDuration::from_secs(30),
-                request.image_ref.registry(),
-                AuthConfig::new("cached", "c"),
-            ))
-        };
+    /// [`respond`] to [`REQ`]: its result, the fetch time it noted and what it wrote.
+    fn respond_to(provider: &Scripted) -> (Responded, Option<Duration>, String) {
+        let mut fetch_time = None;
         let mut out = Vec::new();
-        let deadline = Deadline::after(Duration::from_secs(5));
-        let code = answer(REQ, deadline, 0, None, hit, failing, &mut out);
-        assert_eq!(code, ExitCode::SUCCESS);
+        let result = respond(
+            REQ,
+            Deadline::after(Duration::from_secs(5)),
+            0,
+            true,
+            provider,
+            &mut fetch_time,
+            &mut out,
+        );
+        (result, fetch_time, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_cache_hit_never_calls_fetch() {
+        let provider = Scripted {
+            hit: true,
+            ..Scripted::new(Fetch::Failing)
+        };
+        let (result, fetch_time, out) = respond_to(&provider);
+        assert_eq!(result.ok(), Some(vec!["reg.io:5000".to_owned()]));
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            out,
             "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\",\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"30s\",\"auth\":{\"reg.io:5000\":{\"username\":\"cached\",\"password\":\"c\"}}}\n"
         );
-        let mut out = Vec::new();
-        let code = answer(REQ, deadline, 0, None, |_| None, failing, &mut out);
+        assert_eq!(*provider.cache_looks.borrow(), [1]);
+        assert!(provider.fetches.borrow().is_empty(), "a hit fetched");
+        assert_eq!(fetch_time, None, "a hit is no fetch to time");
+        let (code, _) = exec(REQ, &provider, Duration::from_secs(5));
+        assert_eq!(code, ExitCode::SUCCESS);
+    }
+
+    #[test]
+    fn a_miss_calls_fetch_with_the_same_plan() {
+        let provider = Scripted::new(Fetch::Failing);
+        let (result, fetch_time, out) = respond_to(&provider);
+        let Err((code, failure)) = result else {
+            panic!("a failed fetch answered");
+        };
         assert_eq!(
-            (code, out.as_slice()),
-            (ExitCode::from(EXIT_FAILURE), &b""[..])
+            (code, failure.text.as_str(), out.as_str()),
+            (EXIT_FAILURE, "token endpoint said 403", "")
         );
+        assert_eq!(provider.plans.get(), 1, "planned once");
+        assert_eq!(*provider.cache_looks.borrow(), [1]);
+        assert_eq!(*provider.fetches.borrow(), [1], "the cache look's plan");
+        assert!(fetch_time.is_some(), "the fetch is timed");
+        let (code, out) = exec(REQ, &Scripted::new(Fetch::Failing), Duration::from_secs(5));
+        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
+    }
+
+    #[test]
+    fn a_plan_refusal_answers_nothing_and_reaches_neither_the_cache_nor_the_fetch() {
+        let provider = Scripted {
+            refuse: Some("reg.io:5000 is not a registry of this provider"),
+            hit: true,
+            ..Scripted::new(Fetch::Fixed)
+        };
+        let (result, fetch_time, out) = respond_to(&provider);
+        let Err((code, failure)) = result else {
+            panic!("a refused plan was answered");
+        };
+        assert_eq!(code, EXIT_FAILURE);
+        assert_eq!(
+            failure.text,
+            "reg.io:5000 is not a registry of this provider"
+        );
+        assert_eq!(failure.class, ErrorClass::Other);
+        assert_eq!(out, "");
+        assert!(provider.cache_looks.borrow().is_empty(), "cache looked");
+        assert!(provider.fetches.borrow().is_empty(), "fetched");
+        // As when the refusal came from the fetch: the metrics count it as a timed fetch.
+        assert!(fetch_time.is_some(), "a refusal is timed as the fetch");
+        let (code, out) = exec(REQ, &provider, Duration::from_secs(5));
+        assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
     }
 
     #[test]
     fn failures_write_nothing_to_stdout() {
-        let (code, out) = exec(REQ, failing, Duration::from_secs(5));
+        let (code, out) = exec(REQ, &Scripted::new(Fetch::Failing), Duration::from_secs(5));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
-        let (code, out) = exec(b"not json", fixed, Duration::from_secs(5));
+        let provider = Scripted::new(Fetch::Fixed);
+        let (code, out) = exec(b"not json", &provider, Duration::from_secs(5));
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_USAGE), ""));
+        assert_eq!(provider.plans.get(), 0, "a bad request is not planned");
     }
 
     #[test]
     fn the_deadline_cancels_a_hanging_provider() {
         let started = Instant::now();
-        let (code, out) = exec(REQ, hanging, Duration::from_millis(200));
+        let (code, out) = exec(
+            REQ,
+            &Scripted::new(Fetch::Hanging),
+            Duration::from_millis(200),
+        );
         assert_eq!((code, out.as_str()), (ExitCode::from(EXIT_FAILURE), ""));
         assert!(
             started.elapsed() < Duration::from_secs(30),

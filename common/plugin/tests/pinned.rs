@@ -1,5 +1,5 @@
 //! `HttpClient::pinned`: one host reached at fixed addresses, verified by name against its own
-//! anchors only, never through a proxy (AKS identity bindings, `providers/acr/src/ib.rs`).
+//! anchors only, never through a proxy (AKS identity bindings, `providers/acr/src/identity_bindings.rs`).
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 

@@ -2,19 +2,22 @@
 //! Container Registry (the binary, `src/main.rs`, is its command line).
 //!
 //! One module per step of a request: [`config`] (`azure.json`), [`cloud`] (which Azure cloud),
-//! [`host`] (login servers and mirrors), [`identity`] (whose Entra token), [`ib`] (AKS identity
-//! bindings), [`arc`] (Azure Arc managed identity), [`transport`] (Azure SDK
+//! [`host`] (login servers and mirrors), [`identity`] (whose Entra token; [`annotations`], the
+//! service account's say), [`identity_bindings`] (AKS identity bindings), [`azure_arc`] (Azure
+//! Arc managed identity; both read their endpoints' [`access_token`] answer), [`transport`] (Azure SDK
 //! calls over our HTTP client), [`exchange`] (the registry's challenge and token exchange) and
 //! [`provider`] (the request end to end). [`fuzz`] holds the bodies of the cargo-fuzz targets in
 //! `fuzz/` for the parsers of outside input.
 
-pub mod arc;
+pub mod access_token;
+pub mod annotations;
+pub mod azure_arc;
 pub mod cloud;
 pub mod config;
 pub mod exchange;
 pub mod host;
-pub mod ib;
 pub mod identity;
+pub mod identity_bindings;
 pub mod provider;
 pub mod transport;
 

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use acr_credential_provider::config::AzureConfig;
 use acr_credential_provider::host;
-use acr_credential_provider::ib::{IbConfig, IbFlags};
+use acr_credential_provider::identity_bindings::{IbConfig, IbFlags};
 use acr_credential_provider::provider::AcrProvider;
 use clap::Parser;
 use kcp_plugin::runner::usage_error;
@@ -106,11 +106,7 @@ fn main() -> ExitCode {
         identity_bindings,
         token_cache: settings.token_cache.clone(),
     };
-    kcp_plugin::runner::run_with_fast_path(
-        &settings,
-        |request| provider.answer_from_cache(request),
-        async |request, deadline| provider.credentials(request, deadline).await,
-    )
+    kcp_plugin::runner::serve(&settings, &provider)
 }
 
 #[cfg(test)]

@@ -7,16 +7,18 @@ use std::time::{Duration, SystemTime};
 use kcp_kubelet::cache_hint::CachePolicy;
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
 use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
+use crate::annotations::{CLIENT_ID_ANNOTATION, TENANT_ID_ANNOTATION};
 use crate::cloud::{ACR_SCOPE, Cloud};
 use crate::config::AzureConfig;
 use crate::exchange;
 use crate::host::{self, Mirror, STANDARD_SUFFIXES, Suffixes, Target};
-use crate::ib::{self, IbConfig};
 use crate::identity::{self, Identity};
+use crate::identity_bindings::{self, IbConfig};
 
 /// The user name that tells ACR the password is a refresh token.
 pub const NULL_GUID: &str = "00000000-0000-0000-0000-000000000000";
@@ -53,42 +55,109 @@ pub struct AcrProvider {
     pub token_cache: Option<TokenCache>,
 }
 
+/// What [`Provider::plan`] decided for a request: everything, when the cloud is known without
+/// the network; else nothing yet (a custom cloud's metadata must be fetched first, or its
+/// settings are wrong and the fetch reports it), and the fetch plans with the same
+/// `AcrProvider::plan_for_cloud` once the cloud is resolved.
+pub struct Plan {
+    ready: Option<Ready>,
+}
+
+/// A plan whose cloud was known offline.
+struct Ready {
+    cloud: Cloud,
+    settled: Settled,
+}
+
 /// What a request needs once its cloud is known, decided without any network: the login server
-/// (after mirrors), the identity, and the cache key. Shared by the cache look before any async
-/// runtime exists ([`AcrProvider::answer_from_cache`]) and the fetch.
-struct Plan {
+/// (after mirrors), the identity, and the cache key.
+struct Settled {
     suffixes: Suffixes,
     target: Target,
     identity: Identity,
     key: Option<CacheKey>,
 }
 
-impl AcrProvider {
-    /// Fetches ACR credentials for `request`.
-    pub async fn credentials(
-        &self,
-        request: &CredentialProviderRequest,
+impl Provider for AcrProvider {
+    type Plan<'a> = Plan;
+    type Error = anyhow::Error;
+
+    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan> {
+        let config = &self.config;
+        let env = |name: &str| std::env::var(name).ok();
+        let Some(cloud) =
+            Cloud::resolve_offline(&config.cloud, &config.resource_manager_endpoint, &env)
+        else {
+            return Ok(Plan { ready: None });
+        };
+        // A refusal comes after the warning resolving the cloud gives, as on the fetch's way.
+        let settled = self
+            .plan_for_cloud(request, &cloud)
+            .inspect_err(|_| crate::cloud::warn_if_unknown(&config.cloud))?;
+        Ok(Plan {
+            ready: Some(Ready { cloud, settled }),
+        })
+    }
+
+    /// The refresh token of `plan` from the token cache alone: `None` as well for a cloud whose
+    /// metadata must be fetched and for passthrough. Runs before any async runtime or HTTP
+    /// client exists.
+    fn answer_from_cache<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: &Plan,
+    ) -> Option<Credentials> {
+        let cache = self.token_cache.as_ref()?;
+        let Ready { cloud, settled } = plan.ready.as_ref()?;
+        if self.passthrough_of(&settled.identity).is_some() {
+            return None;
+        }
+        let token = cache.get(settled.key.as_ref()?)?;
+        crate::cloud::warn_if_unknown(&self.config.cloud);
+        log_plan(self, request, &settled.target, cloud);
+        Some(token_answer(
+            &settled.target,
+            token,
+            token_cache::Source::Cache,
+        ))
+    }
+
+    /// Fetches ACR credentials for `plan` (resolving the cloud first when the plan waits for it).
+    async fn fetch<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: Plan,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
         let config = &self.config;
-        let env = |name: &str| std::env::var(name).ok();
         // One client for every call of the run; its connections and trust store are set up on
         // first use, so the passthrough answer loads no certificates.
         let http = HttpClient::from_env()?;
-        let cloud = Cloud::resolve(
-            &config.cloud,
-            &config.resource_manager_endpoint,
-            &env,
-            &http,
-            deadline,
-        )
-        .await?;
-        let Plan {
+        let (cloud, settled) = match plan.ready {
+            Some(Ready { cloud, settled }) => {
+                crate::cloud::warn_if_unknown(&config.cloud);
+                (cloud, settled)
+            }
+            None => {
+                let env = |name: &str| std::env::var(name).ok();
+                let cloud = Cloud::resolve(
+                    &config.cloud,
+                    &config.resource_manager_endpoint,
+                    &env,
+                    &http,
+                    deadline,
+                )
+                .await?;
+                let settled = self.plan_for_cloud(request, &cloud)?;
+                (cloud, settled)
+            }
+        };
+        let Settled {
             suffixes,
             target,
             identity,
             key,
-        } = self.plan(request, &cloud)?;
+        } = settled;
         log_plan(self, request, &target, &cloud);
 
         if let Some((client_id, secret)) = self.passthrough_of(&identity) {
@@ -128,32 +197,16 @@ impl AcrProvider {
         .await?;
         Ok(token_answer(&target, token, source))
     }
+}
 
-    /// Answers `request` from the token cache alone, or `None` (no cache, a miss, a cloud whose
-    /// metadata must be fetched, passthrough, or a request [`Self::credentials`] refuses: it
-    /// then says why). Runs before any async runtime or HTTP client exists.
-    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
-        let cache = self.token_cache.as_ref()?;
-        let config = &self.config;
-        let env = |name: &str| std::env::var(name).ok();
-        let cloud = Cloud::resolve_offline(&config.cloud, &config.resource_manager_endpoint, &env)?;
-        let plan = self.plan(request, &cloud).ok()?;
-        if self.passthrough_of(&plan.identity).is_some() {
-            return None;
-        }
-        let token = cache.get(plan.key.as_ref()?)?;
-        crate::cloud::warn_if_unknown(&config.cloud);
-        log_plan(self, request, &plan.target, &cloud);
-        Some(token_answer(
-            &plan.target,
-            token,
-            token_cache::Source::Cache,
-        ))
-    }
-
+impl AcrProvider {
     /// Every check and choice that needs no network once the cloud is known: login server,
-    /// mirrors, identity, cache key. Logs nothing (the cache look and the fetch both call it).
-    fn plan(&self, request: &CredentialProviderRequest, cloud: &Cloud) -> anyhow::Result<Plan> {
+    /// mirrors, identity, cache key. Logs nothing (the cache look and the fetch log the plan).
+    fn plan_for_cloud(
+        &self,
+        request: &CredentialProviderRequest,
+        cloud: &Cloud,
+    ) -> anyhow::Result<Settled> {
         let config = &self.config;
         let config_path = self.config_path.display().to_string();
         let env = |name: &str| std::env::var(name).ok();
@@ -195,7 +248,7 @@ impl AcrProvider {
             &identity,
             &config_path,
         );
-        Ok(Plan {
+        Ok(Settled {
             suffixes,
             target,
             identity,
@@ -238,11 +291,11 @@ fn log_plan(
     } else if provider.identity_bindings.is_none()
         && !request
             .service_account_annotations
-            .contains_key(identity::CLIENT_ID_ANNOTATION)
+            .contains_key(CLIENT_ID_ANNOTATION)
     {
         tracing::info!(
             "the request has a service-account token but no {} annotation; using the node's identity",
-            identity::CLIENT_ID_ANNOTATION
+            CLIENT_ID_ANNOTATION
         );
     }
 }
@@ -270,16 +323,12 @@ fn binding_identity(
         );
     };
     let annotations = &request.service_account_annotations;
-    let client_id = ib::client_id(
-        annotations
-            .get(identity::CLIENT_ID_ANNOTATION)
-            .map(String::as_str),
+    let client_id = identity_bindings::client_id(
+        annotations.get(CLIENT_ID_ANNOTATION).map(String::as_str),
         config,
     )?;
-    let tenant = ib::tenant_id(
-        annotations
-            .get(identity::TENANT_ID_ANNOTATION)
-            .map(String::as_str),
+    let tenant = identity_bindings::tenant_id(
+        annotations.get(TENANT_ID_ANNOTATION).map(String::as_str),
         config,
     );
     Ok(Identity::IdentityBinding {

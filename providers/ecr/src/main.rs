@@ -12,9 +12,9 @@
 mod aws;
 mod endpoint;
 mod host;
+mod mirrors_and_roles;
 mod pod_identity;
 mod provider;
-mod routing;
 mod sdk_http;
 
 use std::process::ExitCode;
@@ -94,10 +94,12 @@ fn main() -> ExitCode {
     let (cli, settings) =
         kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::ECR, |c| &c.common);
     // Checked before the request is read: a bad mapping fails every run alike (exit 2).
-    let configured = routing::mirrors(&cli.registry_mirror).and_then(|mirrors| {
-        let roles =
-            routing::Roles::parse(&cli.assume_role, cli.assume_role_external_id.as_deref())?;
-        routing::check(&mirrors, &roles)?;
+    let configured = mirrors_and_roles::mirrors(&cli.registry_mirror).and_then(|mirrors| {
+        let roles = mirrors_and_roles::Roles::parse(
+            &cli.assume_role,
+            cli.assume_role_external_id.as_deref(),
+        )?;
+        mirrors_and_roles::check(&mirrors, &roles)?;
         let pod_identity = pod_identity::PodIdentity::from_flags(
             cli.eks_pod_identity_cluster.as_deref(),
             cli.eks_pod_identity_region.as_deref(),
@@ -117,11 +119,7 @@ fn main() -> ExitCode {
         cache_policy: CachePolicy::HalfRemaining,
         token_cache: settings.token_cache.clone(),
     };
-    kcp_plugin::runner::run_with_fast_path(
-        &settings,
-        |request| provider.answer_from_cache(request),
-        async |request, deadline| provider.credentials(request, deadline).await,
-    )
+    kcp_plugin::runner::serve(&settings, &provider)
 }
 
 #[cfg(test)]

@@ -11,14 +11,15 @@ use base64::Engine;
 use kcp_kubelet::cache_hint::CachePolicy;
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
+use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::logging::error_chain;
 use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
 
 use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};
+use crate::mirrors_and_roles::{EcrMirror, RoleArn, Roles};
 use crate::pod_identity::{self, NoAssociation, PodIdentity};
-use crate::routing::{EcrMirror, RoleArn, Roles};
 
 /// ECR Public's API lives in us-east-1 only (for the `aws` partition).
 const PUBLIC_REGION: &str = "us-east-1";
@@ -135,9 +136,9 @@ impl Principal {
 }
 
 /// What a request needs, decided without any network: the registry (after mirrors), its
-/// endpoints, whose credentials ask, and the cache key. Shared by the cache look before any async
-/// runtime exists ([`EcrProvider::answer_from_cache`]) and the fetch.
-struct Plan<'a> {
+/// endpoints, whose credentials ask, and the cache key. Made once by [`Provider::plan`] and taken
+/// by both the cache look before any async runtime exists and the fetch.
+pub struct Plan<'a> {
     mirror: Option<&'a EcrMirror>,
     kind: RegistryKind,
     endpoints: Endpoints,
@@ -149,14 +150,34 @@ struct Plan<'a> {
     no_association: bool,
 }
 
-impl EcrProvider {
-    /// Fetches an ECR token for `request` and maps it into the kubelet response.
-    pub async fn credentials(
-        &self,
-        request: &CredentialProviderRequest,
+impl Provider for EcrProvider {
+    type Plan<'a> = Plan<'a>;
+    type Error = anyhow::Error;
+
+    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
+        self.plan_with(request, true)
+    }
+
+    /// The token of `plan` from the token cache alone. Runs before any async runtime, SDK config
+    /// or HTTP client exists.
+    fn answer_from_cache<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: &Plan<'a>,
+    ) -> Option<Credentials> {
+        let cache = self.token_cache.as_ref()?;
+        let token = cache.get(plan.key.as_ref()?)?;
+        log_plan(self, request, plan);
+        Some(self.answer(request, plan, token, token_cache::Source::Cache))
+    }
+
+    /// Fetches an ECR token for `plan` and maps it into the kubelet response.
+    async fn fetch<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: Plan<'a>,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let plan = self.plan(request, true)?;
         log_plan(self, request, &plan);
         let (plan, (token, source)) = match self.get_or_fetch(request, &plan, deadline).await {
             Ok(fetched) => (plan, fetched),
@@ -166,7 +187,7 @@ impl EcrProvider {
                 };
                 // No association is no role for this ServiceAccount: the precedence goes on as
                 // without Pod Identity (upstream uses the node when a token comes with no role).
-                let fallback = self.plan(request, false)?;
+                let fallback = self.plan_with(request, false)?;
                 tracing::info!(
                     "{none}; pulling with {} instead, answer cached for at most {}",
                     fallback.principal.describe(),
@@ -178,7 +199,9 @@ impl EcrProvider {
         };
         Ok(self.answer(request, &plan, token, source))
     }
+}
 
+impl EcrProvider {
     /// The token for `plan`, from the token cache or fetched (and then stored).
     async fn get_or_fetch(
         &self,
@@ -191,7 +214,7 @@ impl EcrProvider {
             plan.key.as_ref(),
             deadline,
             async || {
-                self.fetch(
+                self.fetch_token(
                     request,
                     &plan.kind,
                     &plan.endpoints,
@@ -205,21 +228,10 @@ impl EcrProvider {
         .await
     }
 
-    /// Answers `request` from the token cache alone, or `None` (no cache, a miss, or a request
-    /// [`Self::credentials`] refuses: it then says why). Runs before any async runtime, SDK
-    /// config or HTTP client exists.
-    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
-        let cache = self.token_cache.as_ref()?;
-        let plan = self.plan(request, true).ok()?;
-        let token = cache.get(plan.key.as_ref()?)?;
-        log_plan(self, request, &plan);
-        Some(self.answer(request, &plan, token, token_cache::Source::Cache))
-    }
-
     /// Every check and choice that needs no network: mirrors, host class, strict refusal, the
-    /// principal and the cache key. Logs nothing (the cache look and the fetch both call it).
+    /// principal and the cache key. Logs nothing (the cache look and the fetch log it).
     /// `pod_identity: false` plans the fallback after EKS Auth found no association.
-    fn plan<'a>(
+    fn plan_with<'a>(
         &'a self,
         request: &CredentialProviderRequest,
         pod_identity: bool,
@@ -317,7 +329,7 @@ impl EcrProvider {
 
     /// Calls ECR (after STS when `principal` is a role) for a token. Its expiry is the
     /// earlier of the token's and the assumed role session's.
-    async fn fetch(
+    async fn fetch_token(
         &self,
         request: &CredentialProviderRequest,
         kind: &RegistryKind,
@@ -737,49 +749,4 @@ fn log_plan(provider: &EcrProvider, request: &CredentialProviderRequest, plan: &
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use aws_smithy_types::DateTime;
-
-    /// 2027-01-15T08:00:00Z.
-    fn now() -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
-    }
-
-    /// The `cacheDuration` (upstream's half the remaining life) for an `expiresAt` of `secs`, as
-    /// the SDK reads a JSON number (`DateTime::from_secs_f64`), with an optional role session.
-    fn cache_duration(secs: f64, session_expiry: Option<SystemTime>) -> GoDuration {
-        let expires_at = to_system_time(&DateTime::from_secs_f64(secs));
-        let expiry = token_expiry(expires_at, session_expiry, now());
-        CachePolicy::HalfRemaining.cache_duration(expiry, now())
-    }
-
-    /// Odd `expiresAt` numbers: capped at [`MAX_TOKEN_LIFE`] (half of it as `cacheDuration`) or
-    /// expired, never a panic. Before, `1e300` and `2^64` gave 292 years and `-1e300` and
-    /// `i64::MIN` overflowed (a panic in debug builds, a wrapped huge duration in release).
-    #[test]
-    fn odd_expires_at_values_are_capped_or_expired_never_a_panic() {
-        let half_of_max = GoDuration::from_secs(6 * 60 * 60);
-        for (secs, want) in [
-            (1e300, half_of_max),
-            (18_446_744_073_709_551_616.0, half_of_max),
-            (9_223_372_036_854_775_807.0, half_of_max),
-            (1_800_000_000.0 + 86_400.0, half_of_max),
-            (-1e300, GoDuration::ZERO),
-            (-9_223_372_036_854_775_808.0, GoDuration::ZERO),
-            (-5.0, GoDuration::ZERO),
-            (0.0, GoDuration::ZERO),
-            (3.5, GoDuration::ZERO),
-            (1_800_000_000.0 + 3600.5, GoDuration::from_secs(1800)),
-        ] {
-            assert_eq!(cache_duration(secs, None), want, "expiresAt {secs:?}");
-        }
-        // A role session ending first still ends the answer; a session "ending" before 1970 is
-        // an expired one.
-        let session = Some(now() + Duration::from_secs(3600));
-        assert_eq!(cache_duration(1e300, session), GoDuration::from_secs(1800));
-        let ancient = to_system_time(&DateTime::from_secs_f64(-1e300));
-        assert_eq!(cache_duration(1e300, ancient), GoDuration::ZERO);
-        assert_eq!(token_expiry(None, session, now()), None);
-    }
-}
+mod tests;

@@ -106,11 +106,7 @@ fn main() -> ExitCode {
     let (cli, settings) =
         kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::GCR, |c| &c.common);
     match build(cli, &settings) {
-        Ok(provider) => kcp_plugin::runner::run_with_fast_path(
-            &settings,
-            |request| provider.answer_from_cache(request),
-            async |request, deadline| provider.credentials(request, deadline).await,
-        ),
+        Ok(provider) => kcp_plugin::runner::serve(&settings, &provider),
         Err(message) => kcp_plugin::runner::usage_error(&message),
     }
 }

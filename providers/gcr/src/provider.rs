@@ -20,6 +20,7 @@ use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{
     AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret, matching,
 };
+use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
 use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
@@ -119,63 +120,35 @@ pub struct GcrProvider {
     pub token_cache: Option<TokenCache>,
 }
 
-impl GcrProvider {
-    /// Answers `request`.
-    pub async fn credentials(
-        &self,
-        request: &CredentialProviderRequest,
-        deadline: Deadline,
-    ) -> anyhow::Result<Credentials> {
-        let http = HttpClient::from_env()
-            .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
-        match self.flow {
-            AuthFlow::Gcr => self.gcr(&http, request, deadline).await,
-            AuthFlow::Dockercfg | AuthFlow::DockercfgUrl => {
-                let (auth, what) = if self.flow == AuthFlow::Dockercfg {
-                    let auth = dockercfg::from_attribute(&http, &self.metadata, deadline).await;
-                    (auth, dockercfg::DOCKERCFG_ATTRIBUTE)
-                } else {
-                    let auth = dockercfg::from_url_attribute(&http, &self.metadata, deadline).await;
-                    (auth, dockercfg::DOCKERCFG_URL_ATTRIBUTE)
-                };
-                let auth = auth.map_err(|e| {
-                    anyhow!(
-                        "--authFlow={} (metadata server {}): {e:#}",
-                        if self.flow == AuthFlow::Dockercfg {
-                            "dockercfg"
-                        } else {
-                            "dockercfg-url"
-                        },
-                        self.metadata.host()
-                    )
-                })?;
-                let keys: Vec<&str> = auth.keys().map(String::as_str).collect();
-                if matching::keyring_lookup(&keys, &request.image).is_empty() {
-                    tracing::warn!(image = %request.image, registries = ?keys, "no registry in {what} matches the image; the kubelet will not use these credentials for it");
-                }
-                tracing::info!(registries = ?keys, "dockercfg credentials read");
-                Ok(Credentials {
-                    cache_key_type: self.cache.key_type,
-                    // Static credentials have no expiry: the config's defaultCacheDuration
-                    // applies unless KUBE_SIDECAR_CACHE_DURATION says otherwise.
-                    cache_duration: self.cache.duration.map(|d| d.max(GoDuration::ZERO)),
-                    auth,
-                })
-            }
-        }
+/// What [`Provider::plan`] decided: for `--authFlow=gcr`, the token source and its cache key;
+/// nothing for the dockercfg flows (their documents are read by the fetch, never cached).
+pub struct Plan<'a> {
+    token: Option<TokenPlan<'a>>,
+}
+
+impl Provider for GcrProvider {
+    type Plan<'a> = Plan<'a>;
+    type Error = anyhow::Error;
+
+    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
+        let token = match self.flow {
+            AuthFlow::Gcr => Some(self.token_plan(request)?),
+            AuthFlow::Dockercfg | AuthFlow::DockercfgUrl => None,
+        };
+        Ok(Plan { token })
     }
 
-    /// Answers a `--authFlow=gcr` request from the token cache alone, or `None` (other flows, no
-    /// cache, a miss, or a request [`Self::credentials`] would refuse: it then says why). Runs
-    /// before any async runtime or HTTP client exists.
-    pub fn answer_from_cache(&self, request: &CredentialProviderRequest) -> Option<Credentials> {
+    /// A `--authFlow=gcr` answer from the token cache alone. Runs before any async runtime or
+    /// HTTP client exists.
+    fn answer_from_cache<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: &Plan<'a>,
+    ) -> Option<Credentials> {
         let cache = self.token_cache.as_ref()?;
-        if self.flow != AuthFlow::Gcr {
-            return None;
-        }
-        let plan = self.plan(request).ok()?;
+        let plan = plan.token.as_ref()?;
         let hit = cache.get(plan.cache_key.as_ref()?)?;
-        self.log_source(&plan);
+        self.log_source(plan);
         let token = AccessToken {
             token: hit.password,
             expires_at: hit.expires_at,
@@ -184,9 +157,68 @@ impl GcrProvider {
         Some(self.token_credentials(request, &token, plan.also_expires_at))
     }
 
+    /// Answers `request`: a token of the planned source, or the flow's dockercfg document.
+    async fn fetch<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+        plan: Plan<'a>,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        let http = HttpClient::from_env()
+            .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
+        match plan.token {
+            Some(plan) => self.gcr(&http, request, plan, deadline).await,
+            None => self.dockercfg(&http, request, deadline).await,
+        }
+    }
+}
+
+impl GcrProvider {
+    /// A `--authFlow=dockercfg` or `dockercfg-url` answer: the document's registries as they are.
+    async fn dockercfg(
+        &self,
+        http: &HttpClient,
+        request: &CredentialProviderRequest,
+        deadline: Deadline,
+    ) -> anyhow::Result<Credentials> {
+        let (auth, what) = if self.flow == AuthFlow::Dockercfg {
+            let auth = dockercfg::from_attribute(http, &self.metadata, deadline).await;
+            (auth, dockercfg::DOCKERCFG_ATTRIBUTE)
+        } else {
+            let auth = dockercfg::from_url_attribute(http, &self.metadata, deadline).await;
+            (auth, dockercfg::DOCKERCFG_URL_ATTRIBUTE)
+        };
+        let auth = auth.map_err(|e| {
+            anyhow!(
+                "--authFlow={} (metadata server {}): {e:#}",
+                if self.flow == AuthFlow::Dockercfg {
+                    "dockercfg"
+                } else {
+                    "dockercfg-url"
+                },
+                self.metadata.host()
+            )
+        })?;
+        let keys: Vec<&str> = auth.keys().map(String::as_str).collect();
+        if matching::keyring_lookup(&keys, &request.image).is_empty() {
+            tracing::warn!(image = %request.image, registries = ?keys, "no registry in {what} matches the image; the kubelet will not use these credentials for it");
+        }
+        tracing::info!(registries = ?keys, "dockercfg credentials read");
+        Ok(Credentials {
+            cache_key_type: self.cache.key_type,
+            // Static credentials have no expiry: the config's defaultCacheDuration
+            // applies unless KUBE_SIDECAR_CACHE_DURATION says otherwise.
+            cache_duration: self.cache.duration.map(|d| d.max(GoDuration::ZERO)),
+            auth,
+        })
+    }
+
     /// Which token answers `request`, and its cache key: every check and choice of the `gcr`
-    /// flow that needs no network. Logs nothing, so the cache look and the fetch can both use it.
-    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
+    /// flow that needs no network. Logs nothing (the cache look and the fetch log the source).
+    fn token_plan<'a>(
+        &'a self,
+        request: &'a CredentialProviderRequest,
+    ) -> anyhow::Result<TokenPlan<'a>> {
         let registry = request.image_ref.registry();
         if self.strict_hosts
             && !GOOGLE_REGISTRIES
@@ -220,7 +252,7 @@ impl GcrProvider {
                         key.private_key_id.as_deref().unwrap_or(""),
                     )
                     .identity("path", &path.display().to_string());
-                Plan {
+                TokenPlan {
                     source: TokenSource::KeyFile {
                         path,
                         key: Box::new(key),
@@ -230,7 +262,7 @@ impl GcrProvider {
                     declined_wif,
                 }
             }
-            None => Plan {
+            None => TokenPlan {
                 source: TokenSource::Metadata,
                 cache_key: Some(
                     CacheKey::new("gcr")
@@ -244,7 +276,7 @@ impl GcrProvider {
     }
 
     /// The info lines that say which source a run uses.
-    fn log_source(&self, plan: &Plan<'_>) {
+    fn log_source(&self, plan: &TokenPlan<'_>) {
         if plan.declined_wif {
             tracing::info!(
                 "Workload Identity is configured but the service account did not opt in ({}: \"true\"); using the node's credentials",
@@ -268,13 +300,14 @@ impl GcrProvider {
         }
     }
 
+    /// A `--authFlow=gcr` token for `plan`, through the token cache.
     async fn gcr(
         &self,
         http: &HttpClient,
         request: &CredentialProviderRequest,
+        plan: TokenPlan<'_>,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let plan = self.plan(request)?;
         self.log_source(&plan);
         let token = match &plan.source {
             TokenSource::KeyFile { path, key } => {
@@ -399,7 +432,7 @@ impl GcrProvider {
     }
 }
 
-/// The source of a `gcr`-flow token, chosen by [`GcrProvider::plan`].
+/// The source of a `gcr`-flow token, chosen by [`GcrProvider::token_plan`].
 enum TokenSource<'a> {
     /// A service-account key file, already read.
     KeyFile {
@@ -418,7 +451,7 @@ enum TokenSource<'a> {
 
 /// A request's token source with its cache key (`None`: never cached) and any expiry besides the
 /// token's own that caps `cacheDuration`.
-struct Plan<'a> {
+struct TokenPlan<'a> {
     source: TokenSource<'a>,
     cache_key: Option<CacheKey>,
     also_expires_at: Option<SystemTime>,
@@ -431,7 +464,7 @@ struct Plan<'a> {
 fn federated_plan<'a>(
     wif: &'a Wif,
     request: &'a CredentialProviderRequest,
-) -> anyhow::Result<Plan<'a>> {
+) -> anyhow::Result<TokenPlan<'a>> {
     let Some(subject) = &request.service_account_token else {
         bail!(
             "the service account opted in to Workload Identity ({}: \"true\") but the kubelet sent no service-account token: \
@@ -456,7 +489,7 @@ fn federated_plan<'a>(
         .scope("impersonate", service_account.unwrap_or(""))
         .scope("iam", wif.iam_endpoint.as_str())
         .service_account(subject);
-    Ok(Plan {
+    Ok(TokenPlan {
         source: TokenSource::Federated {
             wif,
             subject,

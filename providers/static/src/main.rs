@@ -51,6 +51,7 @@ struct Cli {
     rest: Vec<String>,
 }
 
+/// The robot account: the registries it is for, its user name and where its password is.
 struct StaticProvider {
     registries: Vec<String>,
     username: String,
@@ -58,8 +59,13 @@ struct StaticProvider {
     cache_duration: GoDuration,
 }
 
-impl StaticProvider {
-    fn answer(&self, request: &CredentialProviderRequest) -> anyhow::Result<Credentials> {
+/// The robot account's answer is known before any network: `plan` does all the work (the
+/// registry check and the password read) and the "cache" always answers with it.
+impl kcp_plugin::Provider for StaticProvider {
+    type Plan<'a> = Credentials;
+    type Error = anyhow::Error;
+
+    fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Credentials> {
         let registry = request.image_ref.registry();
         if !self
             .registries
@@ -78,6 +84,24 @@ impl StaticProvider {
             registry,
             AuthConfig::new(self.username.clone(), password),
         ))
+    }
+
+    fn answer_from_cache<'a>(
+        &'a self,
+        _: &'a CredentialProviderRequest,
+        plan: &Credentials,
+    ) -> Option<Credentials> {
+        Some(plan.clone())
+    }
+
+    /// Not reached (the cache look always answers), but the same answer all the same.
+    async fn fetch<'a>(
+        &'a self,
+        _: &'a CredentialProviderRequest,
+        plan: Credentials,
+        _: kcp_plugin::deadline::Deadline,
+    ) -> anyhow::Result<Credentials> {
+        Ok(plan)
     }
 }
 
@@ -106,13 +130,8 @@ fn main() -> ExitCode {
         password_file: cli.password_file,
         cache_duration: cli.cache_duration,
     };
-    // Nothing to wait for: answered without an async runtime; a refusal is reported by the
-    // second call.
-    kcp_plugin::runner::run_with_fast_path(
-        &settings,
-        |request| provider.answer(request).ok(),
-        async |request, _| provider.answer(request),
-    )
+    // Nothing to wait for: answered without an async runtime.
+    kcp_plugin::runner::serve(&settings, &provider)
 }
 
 #[cfg(test)]

@@ -31,6 +31,8 @@ use kcp_plugin::http::{
 use kcp_plugin::tls::TrustStore;
 use reqwest::{Method, Url};
 
+use crate::access_token;
+use crate::annotations::CLIENT_ID_ANNOTATION;
 use crate::transport::USER_AGENT;
 
 /// The cluster CA AKS writes on Linux nodes.
@@ -214,13 +216,13 @@ pub fn client_id(annotation: Option<&str>, config: &IbConfig) -> anyhow::Result<
     match annotation.map(str::trim) {
         Some("") => anyhow::bail!(
             "identity bindings: client ID not configured: the service account's {} annotation is empty; set it to the client ID of the identity bound to this service account",
-            crate::identity::CLIENT_ID_ANNOTATION
+            CLIENT_ID_ANNOTATION
         ),
         Some(id) => Ok(id.to_owned()),
         None => config.default_client_id.clone().ok_or_else(|| {
             anyhow::anyhow!(
                 "identity bindings: client ID not configured: annotate the service account with {} or pass --ib-default-client-id",
-                crate::identity::CLIENT_ID_ANNOTATION
+                CLIENT_ID_ANNOTATION
             )
         }),
     }
@@ -361,22 +363,10 @@ pub async fn token(
             };
             anyhow::anyhow!("{what} failed: {}{hint}", e)
         })?;
-    let access = read_answer(&answer.body)
+    let access = access_token::read(&answer.body)
         .map_err(|why| anyhow::anyhow!("{what}: {why} ({} bytes)", answer.body.len()))?;
     tracing::info!(endpoint = %endpoint, client_id, "identity-bindings token obtained");
     Ok(access)
-}
-
-/// The `access_token` of a 200 answer (identity bindings, the Arc agent). Errors never quote
-/// the body (it may hold a token).
-pub(crate) fn read_answer(body: &[u8]) -> Result<Secret, &'static str> {
-    let value: serde_json::Value =
-        serde_json::from_slice(body).map_err(|_| "the answer is not JSON")?;
-    match value.get("access_token") {
-        Some(serde_json::Value::String(t)) if !t.trim().is_empty() => Ok(Secret::new(t.clone())),
-        Some(_) => Err("the answer's access_token is empty or not a string"),
-        None => Err("the answer has no access_token"),
-    }
 }
 
 #[cfg(test)]
@@ -476,27 +466,5 @@ mod tests {
         config.default_tenant_id = Some("t".into());
         assert_eq!(tenant_id(None, &config).as_deref(), Some("t"));
         assert_eq!(tenant_id(Some("u"), &config).as_deref(), Some("u"));
-    }
-
-    #[test]
-    fn answers_are_read_without_quoting_them() {
-        assert_eq!(
-            read_answer(br#"{"access_token":"tok","expires_in":3600}"#)
-                .unwrap()
-                .expose(),
-            "tok"
-        );
-        assert_eq!(
-            read_answer(br#"{"token":"secret-value"}"#).unwrap_err(),
-            "the answer has no access_token"
-        );
-        assert_eq!(
-            read_answer(br#"{"access_token":""}"#).unwrap_err(),
-            "the answer's access_token is empty or not a string"
-        );
-        assert_eq!(
-            read_answer(b"secret").unwrap_err(),
-            "the answer is not JSON"
-        );
     }
 }

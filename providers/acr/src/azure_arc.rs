@@ -119,7 +119,7 @@ pub async fn token(
             answer.status
         );
     }
-    let token = crate::ib::read_answer(&answer.body)
+    let token = crate::access_token::read(&answer.body)
         .map_err(|why| anyhow::anyhow!("{what}: {why} ({} bytes)", answer.body.len()))?;
     tracing::info!("Azure Arc managed-identity token obtained");
     Ok(token)
@@ -324,13 +324,13 @@ mod tests {
     #[test]
     fn tokens_are_read_without_quoting_the_body() {
         assert_eq!(
-            crate::ib::read_answer(br#"{"access_token":"t","expires_in":"3599"}"#)
+            crate::access_token::read(br#"{"access_token":"t","expires_in":"3599"}"#)
                 .unwrap()
                 .expose(),
             "t"
         );
         assert_eq!(
-            crate::ib::read_answer(br#"{"token":"x"}"#).unwrap_err(),
+            crate::access_token::read(br#"{"token":"x"}"#).unwrap_err(),
             "the answer has no access_token"
         );
     }
