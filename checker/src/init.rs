@@ -13,9 +13,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use kcp_kubelet::config::{self, Config, Provider, TokenAttributes};
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::validate;
+use kcp_kubelet_emulation::config::{self, Config, Provider, TokenAttributes};
+use kcp_kubelet_emulation::validate;
 use serde::Serialize;
 
 use crate::{CommandError, usage};

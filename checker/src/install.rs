@@ -19,7 +19,7 @@ use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use clap::Args;
-use kcp_kubelet::{config, validate};
+use kcp_kubelet_emulation::{config, validate};
 
 use crate::init::{self, InitArgs};
 use crate::sha256;
