@@ -1,6 +1,6 @@
 //! What a provider binary links stays the wire contract: no crate a provider depends on spawns a
-//! process, and none of them pulls in this crate (the kubelet's side: config validation, exec).
-//! Both are read from the tree itself, so a new provider, a new shared crate or a moved module is
+//! process, none of them pulls in this crate (the kubelet's side: config validation, exec), and
+//! their fuzz entry points are not built into a release. All are read from the tree itself, so a new provider, a new shared crate or a moved module is
 //! checked without this file changing.
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -98,6 +98,37 @@ fn providers() -> Vec<PathBuf> {
     dirs
 }
 
+/// Every provider crate and every workspace crate a provider links: name → directory.
+fn provider_linked_crates() -> BTreeMap<String, PathBuf> {
+    let mut linked = BTreeMap::new();
+    for provider in providers() {
+        linked.extend(linked_workspace_crates(&provider));
+        linked.insert(
+            provider.file_name().unwrap().to_string_lossy().into_owned(),
+            provider,
+        );
+    }
+    linked
+}
+
+/// The Rust files under `dir`, in path order.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
 /// `#[cfg(test)]`, or `#[cfg(all(test, …))]`: what follows is compiled into unit tests only.
 fn is_test_only(line: &str) -> bool {
     let line = line.trim();
@@ -165,20 +196,7 @@ fn spawns(line: &str) -> bool {
 
 /// `path:line: text` for every line of `src`'s non-test Rust sources that starts a process.
 fn spawning_lines(src: &Path) -> Vec<String> {
-    let mut files = Vec::new();
-    let mut dirs = vec![src.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    let sources: Vec<(PathBuf, String, Vec<String>)> = files
+    let sources: Vec<(PathBuf, String, Vec<String>)> = rust_files(src)
         .into_iter()
         .map(|path| {
             let (kept, test_modules) = without_tests(&read(&path));
@@ -237,14 +255,7 @@ fn no_provider_links_the_kubelet_emulation() {
 
 #[test]
 fn nothing_a_provider_links_spawns_a_process() {
-    let mut linked = BTreeMap::new();
-    for provider in providers() {
-        linked.extend(linked_workspace_crates(&provider));
-        linked.insert(
-            provider.file_name().unwrap().to_string_lossy().into_owned(),
-            provider,
-        );
-    }
+    let linked = provider_linked_crates();
     let found: Vec<String> = linked
         .values()
         .flat_map(|dir| spawning_lines(&dir.join("src")))
@@ -254,6 +265,42 @@ fn nothing_a_provider_links_spawns_a_process() {
         "code every provider links starts processes (that is the kubelet's side, kept in \
          {EMULATION}):\n{}",
         found.join("\n")
+    );
+}
+
+/// The fuzz entry points (`pub mod fuzz`) exist only where cargo-fuzz builds (`--cfg fuzzing`) and
+/// in unit tests, whose smoke tests call them: a release build of a provider carries none.
+#[test]
+fn fuzz_entry_points_are_not_built_for_release() {
+    let linked = provider_linked_crates();
+    let mut modules = 0;
+    let mut ungated = Vec::new();
+    for dir in linked.values() {
+        for path in rust_files(&dir.join("src")) {
+            let source = read(&path);
+            let lines: Vec<&str> = source.lines().map(str::trim).collect();
+            for (n, line) in lines.iter().enumerate() {
+                if line.starts_with("pub mod fuzz") {
+                    modules += 1;
+                    // The attributes right above the module (doc comments may come first).
+                    let gated = lines[..n]
+                        .iter()
+                        .rev()
+                        .take_while(|l| l.starts_with("#[") || l.starts_with("///"))
+                        .any(|l| *l == "#[cfg(any(fuzzing, test))]");
+                    if !gated {
+                        let shown = path.strip_prefix(root()).unwrap_or(&path);
+                        ungated.push(format!("{}:{}", shown.display(), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    // kcp-plugin's tls and jwt, ACR's and GCR's: the scan sees them.
+    assert!(modules >= 4, "only {modules} fuzz modules found");
+    assert!(
+        ungated.is_empty(),
+        "fuzz modules built into release binaries (gate them with #[cfg(any(fuzzing, test))]): {ungated:?}"
     );
 }
 
