@@ -14,6 +14,7 @@
 //! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
 //! - [`secret`]: a string type that never prints its value (the response's password).
 //! - [`flags`]: the command lines of this project's providers, checked alike by them and the checker.
+//! - [`hex`]: lower-case hex for digests, shared by the runtime and the checker.
 //! - [`yaml11`]: YAML as the kubelet's `sigs.k8s.io/yaml` reads it (ACR's `azure.json`, and the
 //!   checker's configs).
 //!
@@ -22,6 +23,7 @@
 pub mod cache_hint;
 pub mod duration;
 pub mod flags;
+pub mod hex;
 pub mod image;
 pub mod matching;
 pub mod mirror;
