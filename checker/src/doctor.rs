@@ -3,7 +3,7 @@
 //!
 //! It finds the kubelet in `<root>/proc/*/cmdline`, reads its credential-provider flags and the
 //! feature gates of its flags and `--config` file, learns its version (`--kubelet-version`, else
-//! `<exe> --version`), then judges the config as that kubelet would (`kcp_kubelet::kubelet_version`)
+//! `<exe> --version`), then judges the config as that kubelet would (`kcp_kubelet_emulation::kubelet_version`)
 //! and adds what the kubelet only finds out at pull time: binaries built for another architecture
 //! and the RBAC each token audience needs. k3s runs its kubelet inside the `k3s` process and sets
 //! the flags itself when its fixed paths exist, so those are assumed there.
@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kcp_kubelet::config::{self, Config, LoadError};
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::kubelet_version::Kubelet;
-use kcp_kubelet::validate::{self, Finding, Validation};
 use kcp_kubelet::yaml11::{self, Node};
+use kcp_kubelet_emulation::config::{self, Config, LoadError};
+use kcp_kubelet_emulation::kubelet_version::Kubelet;
+use kcp_kubelet_emulation::validate::{self, Finding, Validation};
 
 use crate::explain::{self, MatchReport};
 use crate::install::{HOST_ELF, Machine, elf_machine, resolve_under};

@@ -4,7 +4,7 @@
 use kcp_kubelet::image::ImageRef;
 use kcp_kubelet::matching::explain;
 
-use kcp_kubelet::config::Provider;
+use kcp_kubelet_emulation::config::Provider;
 
 /// One `matchImages` entry judged against the image.
 #[derive(Debug, Clone)]

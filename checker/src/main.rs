@@ -35,8 +35,8 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 use kcp_kubelet::duration::GoDuration;
 
-use kcp_kubelet::kubelet_version::Kubelet;
-use kcp_kubelet::{config, validate};
+use kcp_kubelet_emulation::kubelet_version::Kubelet;
+use kcp_kubelet_emulation::{config, validate};
 
 use crate::report::Format;
 

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use crate::explain::MatchReport;
 use crate::run::{ProviderRun, Verdict};
-use kcp_kubelet::config::{Config, LoadError};
-use kcp_kubelet::validate::{Finding, Validation};
+use kcp_kubelet_emulation::config::{Config, LoadError};
+use kcp_kubelet_emulation::validate::{Finding, Validation};
 
 /// The output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

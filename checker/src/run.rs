@@ -2,7 +2,7 @@
 //! kubelet's strict decoder does (docs/kubelet-contract.md: “Exec”, “Decoding a response”,
 //! “Matching”, “Caching”, “Service-account tokens”).
 //!
-//! The exec itself and the decode are `kcp_kubelet::exec`'s; this module decides what the
+//! The exec itself and the decode are `kcp_kubelet_emulation::exec`'s; this module decides what the
 //! kubelet would send (token and annotations only for providers with `tokenAttributes`), names
 //! the kubelet's error for a failure, and works out the cache entry it would keep.
 
@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::exec::{
-    DecodeContext, DecodeError, MAX_STDOUT_BYTES, PluginExec, decode_response,
-};
 use kcp_kubelet::matching::{explain, normalize_auth_key};
 use kcp_kubelet::protocol::{ApiVersion, CacheKeyType, encode_request};
+use kcp_kubelet_emulation::exec::{
+    DecodeContext, DecodeError, MAX_STDOUT_BYTES, PluginExec, decode_response,
+};
 
-use kcp_kubelet::config::Provider;
+use kcp_kubelet_emulation::config::Provider;
 
 pub use kcp_kubelet::secret::REDACTED;
 
@@ -97,7 +97,7 @@ pub struct ProviderRun {
     /// stderr, which the kubelet drops on success.
     pub stderr: String,
     /// stdout; unless `--show-secrets`, every string value shown as its length (see
-    /// `kcp_kubelet::stdout_shape::redacted`).
+    /// `kcp_kubelet_emulation::stdout_shape::redacted`).
     pub stdout: String,
     /// Whether `stdout` (and the SA token and passwords in stderr) are hidden.
     pub redacted: bool,
@@ -148,7 +148,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
         return out;
     };
     // The kubelet runs `<bin dir>/<name>`, on Windows with `.exe` (PATHEXT) added.
-    let path = kcp_kubelet::validate::plugin_binary(&opts.bin_dir, &p.name);
+    let path = kcp_kubelet_emulation::validate::plugin_binary(&opts.bin_dir, &p.name);
     out.argv = std::iter::once(path.display().to_string())
         .chain(p.args.iter().cloned())
         .collect();
@@ -214,7 +214,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.stdout = if opts.show_secrets {
         outcome.stdout_text()
     } else {
-        kcp_kubelet::stdout_shape::redacted(&outcome.stdout)
+        kcp_kubelet_emulation::stdout_shape::redacted(&outcome.stdout)
     };
 
     // Failures the kubelet has no message for: (what happened, what to do).
@@ -271,7 +271,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
             });
             // The decoder's own words may quote a value from stdout (a password where an object
             // belongs): only with --show-secrets.
-            let decoder = |c: &kcp_kubelet::exec::Cause| {
+            let decoder = |c: &kcp_kubelet_emulation::exec::Cause| {
                 if opts.show_secrets {
                     format!("; the decoder's message: {}", c.decoder_message())
                 } else {

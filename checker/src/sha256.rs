@@ -4,17 +4,10 @@
 // Used by install, which runs on Linux only.
 #![cfg_attr(not(unix), allow(dead_code))]
 
-use sha2::{Digest, Sha256};
-
-/// The SHA-256 of `data`, as 64 lowercase hex digits.
+/// The SHA-256 of `data`, as 64 lowercase hex digits: ring's digest, as the providers' token
+/// cache uses, and the hex encoder the workspace shares.
 pub fn hex(data: &[u8]) -> String {
-    Sha256::digest(data)
-        .iter()
-        .fold(String::with_capacity(64), |mut out, b| {
-            use std::fmt::Write;
-            let _ = write!(out, "{b:02x}");
-            out
-        })
+    kcp_kubelet::hex::encode(ring::digest::digest(&ring::digest::SHA256, data).as_ref())
 }
 
 #[cfg(test)]

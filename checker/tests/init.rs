@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use common::{Run, check, configs_dir};
-use kcp_kubelet::config::{self, Provider};
-use kcp_kubelet::validate;
+use kcp_kubelet_emulation::config::{self, Provider};
+use kcp_kubelet_emulation::validate;
 use kcp_testkit::TempDir;
 
 /// Runs `credential-provider-check init ARGS`.

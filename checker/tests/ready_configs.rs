@@ -370,7 +370,8 @@ fn ready_config_args_are_flags_the_providers_know() {
     let helps: Vec<(&str, String)> = PROVIDERS.iter().map(|n| (*n, help(n))).collect();
     let mut flags_seen = 0;
     for ready in READY {
-        let providers = kcp_kubelet::config::load_file(&configs_dir().join(ready.file)).unwrap();
+        let providers =
+            kcp_kubelet_emulation::config::load_file(&configs_dir().join(ready.file)).unwrap();
         for provider in &providers {
             let name = provider.name.as_str();
             let help = &helps.iter().find(|(n, _)| *n == name).unwrap().1;

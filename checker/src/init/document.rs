@@ -1,8 +1,8 @@
 //! The `CredentialProviderConfig` built from the defaults and the options ([`Document`]), the
 //! kubelet flags written on top of it, and the `--explain` lines.
 
-use kcp_kubelet::config;
-use kcp_kubelet::validate;
+use kcp_kubelet_emulation::config;
+use kcp_kubelet_emulation::validate;
 use serde::Serialize;
 
 use super::check::{Checked, split_commas};

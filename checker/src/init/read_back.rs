@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use kcp_kubelet::config::{self, Config, Provider, TokenAttributes};
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::validate;
+use kcp_kubelet_emulation::config::{self, Config, Provider, TokenAttributes};
+use kcp_kubelet_emulation::validate;
 
 use super::document::Document;
 use crate::CommandError;

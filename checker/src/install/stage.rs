@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use kcp_kubelet::{config, validate};
+use kcp_kubelet_emulation::{config, validate};
 
 use super::elf::resolve_under;
 use super::under;

@@ -86,8 +86,9 @@ impl ServiceAccountClaims {
 }
 
 /// Fuzz entry point for claim reading (the `jwt_claims` target in `fuzz/`, and
-/// `common/plugin/tests/fuzz_smoke.rs` on stable): arbitrary bytes in, a panic when an invariant
-/// breaks.
+/// `common/plugin/src/fuzz_smoke.rs` on stable): arbitrary bytes in, a panic when an invariant
+/// breaks. Built only for cargo-fuzz (`--cfg fuzzing`) and unit tests: no release binary has it.
+#[cfg(any(fuzzing, test))]
 pub mod fuzz {
     use base64::Engine;
     use serde_json::Value;

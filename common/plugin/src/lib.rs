@@ -37,6 +37,9 @@ pub mod time;
 pub mod tls;
 pub mod token_cache;
 
+#[cfg(test)]
+mod fuzz_smoke;
+
 pub use kcp_kubelet::{
     self as kubelet, ApiVersion, AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials,
     Secret,

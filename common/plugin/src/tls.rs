@@ -386,8 +386,9 @@ mod der {
 }
 
 /// Fuzz entry point for the trust-bundle reader (the `tls_bundle` target in `fuzz/`, and
-/// `common/plugin/tests/fuzz_smoke.rs` on stable): arbitrary bytes in, a panic when an invariant
-/// breaks.
+/// `common/plugin/src/fuzz_smoke.rs` on stable): arbitrary bytes in, a panic when an invariant
+/// breaks. Built only for cargo-fuzz (`--cfg fuzzing`) and unit tests: no release binary has it.
+#[cfg(any(fuzzing, test))]
 pub mod fuzz {
     use super::*;
 

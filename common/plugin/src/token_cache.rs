@@ -205,14 +205,14 @@ impl CacheKey {
         format!(
             "{};identity=sha256:{}",
             self.canonical,
-            hex(digest.as_ref())
+            kcp_kubelet::hex::encode(digest.as_ref())
         )
     }
 
     /// The entry's file name stem: a hash of the canonical text.
     fn file_stem(&self) -> String {
         let digest = ring::digest::digest(&ring::digest::SHA256, self.canonical().as_bytes());
-        hex(&digest.as_ref()[..16])
+        kcp_kubelet::hex::encode(&digest.as_ref()[..16])
     }
 }
 
@@ -710,29 +710,8 @@ fn escape(text: &str) -> String {
         .replace('=', "%3D")
 }
 
-/// Lower-case hex; every exec that looks into the cache writes three of these, so no `format!`
-/// per byte.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
-    }
-    out
-}
-
 fn secs(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
-}
-
-#[cfg(test)]
-mod hex_tests {
-    #[test]
-    fn hex_is_lower_case_two_digits_per_byte() {
-        assert_eq!(super::hex(&[0x00, 0x0f, 0xa5, 0xff, 0x10]), "000fa5ff10");
-        assert_eq!(super::hex(&[]), "");
-    }
 }
 
 #[cfg(test)]

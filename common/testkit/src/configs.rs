@@ -1,11 +1,11 @@
 //! The example kubelet configurations under `testdata/configs/`, read and validated by the same
-//! code the checker uses (`kcp_kubelet::config` and `kcp_kubelet::validate`), so every provider's
+//! code the checker uses (`kcp_kubelet_emulation::config` and `kcp_kubelet_emulation::validate`), so every provider's
 //! config test starts from the same ground: the kubelet would accept the file.
 
 use std::path::PathBuf;
 
-use kcp_kubelet::config::{self, Provider};
-use kcp_kubelet::validate;
+use kcp_kubelet_emulation::config::{self, Provider};
+use kcp_kubelet_emulation::validate;
 
 /// The path of an example config.
 pub fn example_path(file: &str) -> PathBuf {

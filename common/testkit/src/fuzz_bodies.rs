@@ -10,9 +10,6 @@
 use std::collections::BTreeMap;
 
 use kcp_kubelet::duration::GoDuration;
-use kcp_kubelet::exec::{
-    AcceptedResponse, DECODE_ERROR, DecodeContext, DecodeError, decode_response,
-};
 use kcp_kubelet::image::{ImageRef, MAX_IMAGE_LEN};
 use kcp_kubelet::matching::{
     MatchOutcome, Side, explain, glob_match, is_default_registry_match, keyring_lookup,
@@ -23,6 +20,9 @@ use kcp_kubelet::protocol::{
     Credentials, MAX_REQUEST_BYTES, RequestError, encode_request,
 };
 use kcp_kubelet::secret::Secret;
+use kcp_kubelet_emulation::exec::{
+    AcceptedResponse, DECODE_ERROR, DecodeContext, DecodeError, decode_response,
+};
 
 /// A fuzz target body: arbitrary bytes in, a panic when an invariant breaks.
 pub type Body = fn(&[u8]);

@@ -1,7 +1,9 @@
 //! The stable-Rust runner for the cargo-fuzz targets in `fuzz/`: every seed in
 //! `fuzz/corpus/<target>/` plus a few thousand mutations of them from a fixed seed, so CI checks
 //! each target's invariants even without a nightly toolchain. Each crate holding target bodies has
-//! a `tests/fuzz_smoke.rs` that calls [`run`] once per target and [`assert_wired`] once.
+//! a `fuzz_smoke` test module (`src/fuzz_smoke.rs`, a unit test where the bodies exist only under
+//! `cfg(any(fuzzing, test))`; this crate's own is `tests/fuzz_smoke.rs`) that calls [`run`] once
+//! per target and [`assert_wired`] once.
 //!
 //! A failure prints the input as a Rust byte string, ready to be saved as a new seed file.
 

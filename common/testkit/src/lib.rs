@@ -18,10 +18,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kcp_kubelet::exec::{
+use kcp_kubelet::protocol::{ApiVersion, encode_request};
+use kcp_kubelet_emulation::exec::{
     AcceptedResponse, DecodeContext, ExecOutcome, PluginExec, decode_response,
 };
-use kcp_kubelet::protocol::{ApiVersion, encode_request};
 
 /// Names the target whose release binaries the process-boundary tests run instead of the ones
 /// cargo built for the host, e.g. `aarch64-unknown-linux-gnu` (under qemu) or

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use kcp_kubelet::ApiVersion;
-use kcp_kubelet::exec::PluginExec;
+use kcp_kubelet_emulation::exec::PluginExec;
 use kcp_testkit::{Plugin, TempDir};
 
 fn script(dir: &TempDir, name: &str, body: &str) -> PathBuf {
@@ -64,7 +64,7 @@ fn kills_a_hanging_plugin_at_the_timeout() {
 
 /// Runs `exec` on another thread and fails the test (instead of hanging CI) when no outcome
 /// comes back within 30 s.
-fn run_watched(exec: PluginExec) -> kcp_kubelet::exec::ExecOutcome {
+fn run_watched(exec: PluginExec) -> kcp_kubelet_emulation::exec::ExecOutcome {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(exec.run(b""));

@@ -6,8 +6,8 @@
 //! service account's say), [`identity_bindings`] (AKS identity bindings), [`azure_arc`] (Azure
 //! Arc managed identity; both read their endpoints' [`access_token`] answer), [`transport`] (Azure SDK
 //! calls over our HTTP client), [`exchange`] (the registry's challenge and token exchange) and
-//! [`provider`] (the request end to end). [`fuzz`] holds the bodies of the cargo-fuzz targets in
-//! `fuzz/` for the parsers of outside input.
+//! [`provider`] (the request end to end). `fuzz` holds the bodies of the cargo-fuzz targets in
+//! `fuzz/` for the parsers of outside input; it is built for cargo-fuzz and unit tests only.
 
 pub mod access_token;
 pub mod annotations;
@@ -21,12 +21,17 @@ pub mod identity_bindings;
 pub mod provider;
 pub mod transport;
 
+#[cfg(test)]
+mod fuzz_smoke;
+
 /// The bodies of the ACR fuzz targets in `fuzz/fuzz_targets/acr_*.rs`, kept here so that a stable
-/// `cargo test` (`providers/acr/tests/fuzz_smoke.rs`) runs the same checks over the seed corpus
-/// and mutations of it when no nightly toolchain is around.
+/// `cargo test` (`providers/acr/src/fuzz_smoke.rs`) runs the same checks over the seed corpus
+/// and mutations of it when no nightly toolchain is around. Built only for cargo-fuzz
+/// (`--cfg fuzzing`) and unit tests: no release binary has it.
 ///
 /// Each body takes arbitrary bytes and panics when an invariant breaks, not only when the code
 /// under test panics: errors are one line and quote no secret, what parses reads back the same.
+#[cfg(any(fuzzing, test))]
 pub mod fuzz {
     use std::time::{Duration, SystemTime};
 

@@ -6,7 +6,7 @@
 mod support;
 
 use kcp_kubelet::ApiVersion;
-use kcp_kubelet::exec::{DecodeContext, decode_response};
+use kcp_kubelet_emulation::exec::{DecodeContext, decode_response};
 use support::*;
 
 const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id","aadClientId":"msi","aadClientSecret":"msi"}"#;

@@ -5,7 +5,8 @@
 //! (service-account key files), [`wif`] (Workload Identity Federation and impersonation),
 //! [`dockercfg`] (the `dockercfg` flows), [`token`] (OAuth 2.0 token answers), [`endpoint`]
 //! (which URLs may carry credentials) and [`provider`] (which source answers a request, and how).
-//! [`fuzz`] holds the bodies of the cargo-fuzz targets in `fuzz/` for the parsers of outside input.
+//! `fuzz` holds the bodies of the cargo-fuzz targets in `fuzz/` for the parsers of outside input;
+//! it is built for cargo-fuzz and unit tests only.
 
 pub mod dockercfg;
 pub mod endpoint;
@@ -15,13 +16,18 @@ pub mod provider;
 pub mod token;
 pub mod wif;
 
+#[cfg(test)]
+mod fuzz_smoke;
+
 /// The bodies of the GCR fuzz targets in `fuzz/fuzz_targets/gcr_*.rs`, kept here so that a stable
-/// `cargo test` (`providers/gcr/tests/fuzz_smoke.rs`) runs the same checks over the seed corpus
-/// and mutations of it when no nightly toolchain is around.
+/// `cargo test` (`providers/gcr/src/fuzz_smoke.rs`) runs the same checks over the seed corpus
+/// and mutations of it when no nightly toolchain is around. Built only for cargo-fuzz
+/// (`--cfg fuzzing`) and unit tests: no release binary has it.
 ///
 /// Each body takes arbitrary bytes and panics when an invariant breaks, not only when the code
 /// under test panics: errors are one line and quote no secret, expiries stay within
 /// [`crate::token::MAX_TOKEN_LIFE`], what parses reads back the same.
+#[cfg(any(fuzzing, test))]
 pub mod fuzz {
     use std::collections::BTreeMap;
     use std::path::Path;

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::matching::{MatchOutcome, Side, explain, match_image};
+use kcp_kubelet::matching::{MatchOutcome, Side, explain, match_image};
 
 use crate::config::{Config, Provider};
 use crate::kubelet_version::{Feature, Kubelet, SA_TOKEN_GATE};
@@ -48,7 +48,7 @@ pub struct Validation {
     pub warnings: Vec<Finding>,
     /// Fine, but worth knowing (version requirements).
     pub notes: Vec<Finding>,
-    /// `args` that one of this project's providers refuses (see [`crate::flags`]): the kubelet
+    /// `args` that one of this project's providers refuses (see [`kcp_kubelet::flags`]): the kubelet
     /// starts, but every exec of that plugin fails with exit 2.
     pub arguments: Vec<Finding>,
 }
@@ -447,7 +447,8 @@ fn warnings(p: &Provider, out: &mut Vec<Finding>) {
 /// `--registry-mirror` in a provider's args: the kubelet runs the plugin only for images
 /// `matchImages` lets through, so a mirror source outside it is never answered.
 fn mirror_warnings(p: &Provider, warn: &mut impl FnMut(String)) {
-    let (mirrors, problems) = crate::mirror::parse_mirrors(&crate::mirror::values_in_args(&p.args));
+    let (mirrors, problems) =
+        kcp_kubelet::mirror::parse_mirrors(&kcp_kubelet::mirror::values_in_args(&p.args));
     for problem in problems {
         warn(format!(
             "{problem} (acr-credential-provider skips it, ecr-credential-provider refuses to start)"
@@ -471,7 +472,7 @@ fn mirror_warnings(p: &Provider, warn: &mut impl FnMut(String)) {
 /// `args`: unknown flags (with the closest known one), a missing value, a boolean's value as a
 /// separate word, stray words, `--help`/`--version`.
 fn argument_errors(p: &Provider) -> Vec<Finding> {
-    let Some(flags) = crate::flags::for_binary(&p.name) else {
+    let Some(flags) = kcp_kubelet::flags::for_binary(&p.name) else {
         return Vec::new();
     };
     flags
@@ -636,7 +637,7 @@ mod tests {
             providers: vec![Provider {
                 name: name.into(),
                 match_images: vec!["*.dkr.ecr.*.amazonaws.com".into()],
-                default_cache_duration: Some(crate::duration::GoDuration::from_secs(60)),
+                default_cache_duration: Some(kcp_kubelet::duration::GoDuration::from_secs(60)),
                 api_version: "credentialprovider.kubelet.k8s.io/v1".into(),
                 args: args.iter().map(|s| (*s).to_owned()).collect(),
                 env: vec![],

@@ -1,9 +1,10 @@
 //! The GCR fuzz bodies (`gcr_credential_provider::fuzz`) on stable Rust, through the shared
-//! runner `kcp_testkit::fuzz_smoke`.
+//! runner `kcp_testkit::fuzz_smoke`. A unit test, as the bodies exist only in unit tests and fuzz
+//! builds (`cfg(any(fuzzing, test))`).
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use gcr_credential_provider::fuzz;
+use crate::fuzz;
 use kcp_testkit::fuzz_smoke::{Target, assert_wired, run};
 
 /// This crate's targets.

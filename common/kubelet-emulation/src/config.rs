@@ -2,7 +2,7 @@
 //! directory of `.json`/`.yaml`/`.yml` files, the type header checked first, then a strict decode
 //! that rejects unknown and duplicate fields (docs/kubelet-contract.md, “Config files”).
 //!
-//! The kubelet converts YAML to JSON with `sigs.k8s.io/yaml` (YAML 1.1, read by [`crate::yaml11`])
+//! The kubelet converts YAML to JSON with `sigs.k8s.io/yaml` (YAML 1.1, read by [`kcp_kubelet::yaml11`])
 //! and decodes that into Go structs, so a YAML number where a string is expected is an error, an
 //! unquoted `yes` is a boolean, `null` means "absent", and an absent `defaultCacheDuration` is
 //! distinguishable from `"0s"`. The walk below reproduces exactly that, field set per version.
@@ -10,9 +10,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::duration::GoDuration;
 use crate::kubelet_version::{Feature, Kubelet};
-use crate::yaml11::{self, Entry, Node};
+use kcp_kubelet::duration::GoDuration;
+use kcp_kubelet::yaml11::{self, Entry, Node};
 
 /// The config kind.
 pub const CONFIG_KIND: &str = "CredentialProviderConfig";

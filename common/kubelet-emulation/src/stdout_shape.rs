@@ -9,7 +9,7 @@
 //!
 //! Everything here runs only after a decode has failed or when a report is printed.
 
-use crate::duration::GoDuration;
+use kcp_kubelet::duration::GoDuration;
 
 /// JSON that keeps every object member, duplicates included and in order (serde_json's `Value`
 /// keeps only the last of a duplicated key, which would hide the others).

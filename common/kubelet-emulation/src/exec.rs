@@ -17,10 +17,10 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde::de::{MapAccess, Visitor};
 
-use crate::duration::GoDuration;
-use crate::matching;
-use crate::protocol::{ApiVersion, CacheKeyType, GROUP, RESPONSE_KIND};
 use crate::stdout_shape::{self, escape_controls};
+use kcp_kubelet::duration::GoDuration;
+use kcp_kubelet::matching;
+use kcp_kubelet::protocol::{ApiVersion, CacheKeyType, GROUP, RESPONSE_KIND};
 
 /// The kubelet's fixed plugin timeout.
 pub const KUBELET_EXEC_TIMEOUT: Duration = Duration::from_secs(60);

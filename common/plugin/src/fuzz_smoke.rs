@@ -1,5 +1,6 @@
 //! kcp-plugin's fuzz bodies (`kcp_plugin::tls::fuzz`, `kcp_plugin::jwt::fuzz`) on stable Rust,
-//! through the shared runner `kcp_testkit::fuzz_smoke`. Also checks that every cargo-fuzz target
+//! through the shared runner `kcp_testkit::fuzz_smoke`. A unit test, as the bodies exist only in
+//! unit tests and fuzz builds (`cfg(any(fuzzing, test))`). Also checks that every cargo-fuzz target
 //! in `fuzz/` is built and seeded, whichever crate holds its body.
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -11,12 +12,12 @@ const TARGETS: &[Target] = &[
     Target {
         name: "tls_bundle",
         call: "kcp_plugin::tls::fuzz::trust_bundle",
-        body: kcp_plugin::tls::fuzz::trust_bundle,
+        body: crate::tls::fuzz::trust_bundle,
     },
     Target {
         name: "jwt_claims",
         call: "kcp_plugin::jwt::fuzz::claims",
-        body: kcp_plugin::jwt::fuzz::claims,
+        body: crate::jwt::fuzz::claims,
     },
 ];
 
