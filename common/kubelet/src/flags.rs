@@ -14,7 +14,7 @@
 //!
 //! The binaries take their own flags from their clap parser (`kcp_plugin::cli`), so a new flag is
 //! accepted as soon as it is in the parser; the tables here ([`ECR`], [`ACR`], [`GCR`],
-//! [`STATIC`]) are what the checker reads, and each provider's unit test
+//! [`STATIC`], [`OIDC`]) are what the checker reads, and each provider's unit test
 //! `flag_table_matches_the_parser` proves its table equals its parser.
 
 use std::borrow::Cow;
@@ -262,8 +262,17 @@ pub const STATIC: ProviderFlags = ProviderFlags {
     positionals: Positionals::GetCredentials,
 };
 
+/// `oidc-credential-provider`. No upstream: like [`STATIC`], it takes every klog flag the other
+/// providers' upstreams register, so a config copied from any of them works.
+pub const OIDC: ProviderFlags = ProviderFlags {
+    binary: "oidc-credential-provider",
+    own: &[Flag::long("config", Kind::Value)],
+    klog: &KLOG_ANY,
+    positionals: Positionals::GetCredentials,
+};
+
 /// This project's providers.
-pub const PROVIDERS: [&ProviderFlags; 4] = [&ECR, &ACR, &GCR, &STATIC];
+pub const PROVIDERS: [&ProviderFlags; 5] = [&ECR, &ACR, &GCR, &STATIC, &OIDC];
 
 /// The provider whose binary a config's `name` runs (`.exe` allowed, as on Windows), if it is
 /// one of ours.
