@@ -92,6 +92,8 @@ pub fn binary_under_test(host_built: impl AsRef<Path>) -> PathBuf {
 pub struct Plugin {
     exec: PluginExec,
     cache_type_token: bool,
+    /// The service-account token [`Plugin::request`] sends (v1 only).
+    token: Option<String>,
     _home: std::sync::Arc<TempDir>,
 }
 
@@ -128,6 +130,7 @@ impl Plugin {
         Plugin {
             exec,
             cache_type_token: false,
+            token: None,
             _home: std::sync::Arc::new(home),
         }
     }
@@ -168,14 +171,23 @@ impl Plugin {
         self
     }
 
+    /// Makes every [`Plugin::request`] carry this service-account token (v1 requests only, as
+    /// the kubelet sends it), for providers that need one to answer at all: the shared tables
+    /// (`bad_input`, `faults`, `flags`) then run with it.
+    pub fn service_account_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
     /// The temporary `HOME` of this plugin's runs.
     pub fn home(&self) -> &Path {
         self._home.path()
     }
 
-    /// Sends a request for `image`, encoded as the kubelet encodes it.
+    /// Sends a request for `image`, encoded as the kubelet encodes it, with the token of
+    /// [`Plugin::service_account_token`] if one was set.
     pub fn request(&self, api_version: ApiVersion, image: &str) -> Outcome {
-        self.request_with_token(api_version, image, None, &BTreeMap::new())
+        self.request_with_token(api_version, image, self.token.as_deref(), &BTreeMap::new())
     }
 
     /// Sends a request carrying a service-account token and annotations (v1 only; older versions

@@ -75,8 +75,8 @@ pub fn string_token(
 }
 
 /// When a credential stops working: `expires_in` seconds after `received_at` (a number, or a
-/// string of digits as some servers send it), else the token's JWT `exp`; `None` when neither
-/// says. Capped at [`MAX_LIFE`]; `expires_in: null` counts as absent.
+/// string of digits as some servers send it; negative: already over), else the token's JWT
+/// `exp`; `None` when neither says. Capped at [`MAX_LIFE`]; `expires_in: null` counts as absent.
 pub fn life(
     expires_in: Option<&Value>,
     token: &str,
@@ -85,18 +85,13 @@ pub fn life(
     let cap = received_at + MAX_LIFE;
     let seconds = match expires_in {
         None | Some(Value::Null) => None,
-        Some(Value::Number(n)) => match n.as_u64().or_else(|| {
+        // A negative life says the credential is already over: used for this pull, never
+        // cached.
+        Some(Value::Number(n)) => Some(n.as_u64().unwrap_or_else(|| {
             n.as_f64()
-                .filter(|f| f.is_finite() && *f >= 0.0)
-                .map(|f| f.min(u64::MAX as f64) as u64)
-        }) {
-            Some(s) => Some(s),
-            None => {
-                return Err(ProtocolError::Answer(
-                    "the answer's \"expires_in\" is not a number of seconds".to_owned(),
-                ));
-            }
-        },
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .map_or(0, |f| f.min(u64::MAX as f64) as u64)
+        })),
         Some(Value::String(s)) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
             Some(s.parse::<u64>().unwrap_or(u64::MAX))
         }

@@ -75,6 +75,15 @@ impl Provider for OidcProvider {
         };
         let at = || describe_entry(index, registry);
         let Some(sa_token) = &request.service_account_token else {
+            if !request.api_version.has_service_account_fields() {
+                bail!(
+                    "the request for the image {} is {}, which carries no service-account token ({}): set apiVersion credentialprovider.kubelet.k8s.io/v1 \
+                     and tokenAttributes (serviceAccountTokenAudience, requireServiceAccount: true, cacheType) in this provider's CredentialProviderConfig entry; nothing was sent",
+                    request.image,
+                    request.api_version,
+                    at()
+                );
+            }
             bail!(
                 "the kubelet sent no service-account token for the image {} ({}): set tokenAttributes in this provider's CredentialProviderConfig entry \
                  (apiVersion credentialprovider.kubelet.k8s.io/v1; serviceAccountTokenAudience: the audience the registry expects; requireServiceAccount: true; cacheType) \
@@ -163,8 +172,7 @@ impl Provider for OidcProvider {
             async || {
                 let issued = protocols::exchange(&x).await.map_err(|e| {
                     anyhow!(
-                        "the {} exchange for the image {} ({entry}) failed: {e}",
-                        plan.registry.protocol.name(),
+                        "exchanging the service-account token for the image {} ({entry}) failed: {e}",
                         request.image
                     )
                 })?;
