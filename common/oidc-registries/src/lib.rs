@@ -183,6 +183,9 @@ fn document(text: &str) -> Result<Value, String> {
 
 /// The `registries` list; any other top-level key is refused.
 fn top_level(root: Value) -> Result<Vec<Value>, String> {
+    if root.is_null() {
+        return Err("is empty: list at least one registry under registries".to_owned());
+    }
     let Value::Object(mut map) = root else {
         return Err(format!(
             "expected a mapping with a registries list, got {}",
