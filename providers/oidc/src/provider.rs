@@ -243,15 +243,16 @@ fn cache_key(
     request: &CredentialProviderRequest,
 ) -> Option<CacheKey> {
     let digest = ring::digest::digest(&ring::digest::SHA256, sa_token.expose().as_bytes());
+    let endpoint = match registry.endpoint_for(host) {
+        Some(Ok(url)) => url.to_string(),
+        _ => String::new(),
+    };
     let key = CacheKey::new("oidc")
         .scope("registry", host)
-        .scope(
-            "entry",
-            &format!(
-                "{:?}",
-                (&registry.host, &registry.endpoint, &registry.protocol)
-            ),
-        )
+        .scope("host", &registry.host)
+        .scope("endpoint", &endpoint)
+        // Every setting of the protocol: an edited entry never answers from an old credential.
+        .scope("protocol", &format!("{:?}", registry.protocol))
         .identity(
             "sa.token.sha256",
             &kcp_kubelet::hex::encode(digest.as_ref()),
