@@ -302,3 +302,6 @@ fn type_name(value: &Value) -> &'static str {
         Value::Object(_) => "a mapping",
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -154,3 +154,86 @@ fn present_fields(object: &Map<String, Value>) -> String {
     }
     format!(" (fields: {})", names.join(", "))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    const NOW: u64 = 1_800_000_000;
+
+    #[test]
+    fn life_from_expires_in_capped_and_lenient_on_form() {
+        let life = |v: Value| life(Some(&v), "opaque", at(NOW)).unwrap();
+        assert_eq!(life(serde_json::json!(600)), Some(at(NOW + 600)));
+        assert_eq!(life(serde_json::json!("600")), Some(at(NOW + 600)));
+        assert_eq!(life(serde_json::json!(600.9)), Some(at(NOW + 600)));
+        assert_eq!(life(serde_json::json!(-5)), Some(at(NOW)));
+        assert_eq!(life(serde_json::json!(1e300)), Some(at(NOW + 12 * 3600)));
+        assert_eq!(life(serde_json::json!(u64::MAX)), Some(at(NOW + 12 * 3600)));
+        assert_eq!(life(Value::Null), None);
+        for bad in [
+            serde_json::json!("soon"),
+            serde_json::json!([1]),
+            serde_json::json!("-5"),
+        ] {
+            let e = super::life(Some(&bad), "opaque", at(NOW)).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "the answer's \"expires_in\" is not a number of seconds"
+            );
+        }
+    }
+
+    #[test]
+    fn life_from_a_jwt_exp_without_expires_in() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let jwt = |exp: u64| format!("{}.{}.sig", b64("{}"), b64(&format!("{{\"exp\":{exp}}}")));
+        assert_eq!(
+            life(None, &jwt(NOW + 900), at(NOW)).unwrap(),
+            Some(at(NOW + 900))
+        );
+        assert_eq!(
+            life(None, &jwt(NOW + 99 * 3600), at(NOW)).unwrap(),
+            Some(at(NOW + 12 * 3600))
+        );
+        assert_eq!(life(None, "opaque-token", at(NOW)).unwrap(), None);
+    }
+
+    #[test]
+    fn oauth_errors_are_quoted_on_one_line_without_tokens() {
+        assert_eq!(
+            oauth_error(br#"{"error":"invalid_grant","error_description":"Invalid token"}"#)
+                .as_deref(),
+            Some(r#"error "invalid_grant" ("Invalid token")"#)
+        );
+        assert_eq!(
+            oauth_error(br#"{"error":"invalid_request"}"#).as_deref(),
+            Some(r#"error "invalid_request""#)
+        );
+        let echoed = oauth_error(
+            br#"{"error":"invalid_grant","error_description":"token eyJhbGciOiJSUzI1NiJ9abcdefghijklmnopqrstuvwxyz0123456789 is bad\nsecond line"}"#,
+        )
+        .unwrap();
+        assert!(!echoed.contains("eyJhbGciOiJSUzI1NiJ9abcdef"), "{echoed}");
+        assert!(!echoed.contains('\n'), "{echoed}");
+        assert_eq!(oauth_error(b"<html>"), None);
+        assert_eq!(oauth_error(br#"{"message":"no"}"#), None);
+    }
+
+    #[test]
+    fn token_fields_are_named_never_their_values() {
+        let e = string_token(br#"{"tok":"secret-value-123456"}"#, "token", at(NOW)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"the answer has no "token" (fields: "tok")"#
+        );
+        let ok = string_token(br#"{"token":"abc","expires_in":60}"#, "token", at(NOW)).unwrap();
+        assert_eq!(ok.token.expose(), "abc");
+        assert_eq!(ok.expires_at, Some(at(NOW + 60)));
+    }
+}

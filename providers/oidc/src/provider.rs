@@ -293,3 +293,57 @@ pub fn cache_duration(
         None => bounded.min(GoDuration::from_secs(UNSTATED_LIFE_CACHE.as_secs() as i64)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn cache_duration_rules() {
+        let now = 1_800_000_000;
+        let sa = at(now + 3600);
+        let d = |expires: Option<u64>| cache_duration(expires.map(at), sa, at(now)).to_string();
+        // The credential's life minus the margin.
+        assert_eq!(d(Some(now + 1800)), "25m0s");
+        // Never past the service-account token.
+        assert_eq!(d(Some(now + 7200)), "55m0s");
+        // No stated life: the short default.
+        assert_eq!(d(None), "5m0s");
+        // Over or nearly over: not cached.
+        assert_eq!(d(Some(now + 200)), "0s");
+        assert_eq!(d(Some(now - 10)), "0s");
+        // The short default is still bounded by the service-account token.
+        assert_eq!(
+            cache_duration(None, at(now + 400), at(now)).to_string(),
+            "1m40s"
+        );
+    }
+
+    #[test]
+    fn service_account_tokens_must_be_jwts_still_valid() {
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let now = 1_800_000_000;
+        let jwt = |claims: &str| Secret::new(format!("{}.{}.sig", b64("{}"), b64(claims)));
+        assert_eq!(
+            sa_token_expiry(&jwt(&format!("{{\"exp\":{}}}", now + 60)), at(now)),
+            Ok(at(now + 60))
+        );
+        assert!(
+            sa_token_expiry(&jwt(&format!("{{\"exp\":{}}}", now - 60)), at(now))
+                .unwrap_err()
+                .starts_with("the service-account token expired 60s ago")
+        );
+        for bad in [jwt("{}"), Secret::new("opaque"), jwt("{\"exp\":\"soon\"}")] {
+            assert!(
+                sa_token_expiry(&bad, at(now))
+                    .unwrap_err()
+                    .starts_with("the service-account token is not a JWT with an exp claim")
+            );
+        }
+    }
+}
