@@ -10,7 +10,6 @@ mod support;
 use std::collections::BTreeMap;
 
 use kcp_kubelet::ApiVersion;
-use kcp_testkit::TempDir;
 use kcp_testkit::cache::{cache_entries, herd, herd_warnings};
 use kcp_testkit::fake::FakeResponse;
 use support::*;
