@@ -28,7 +28,7 @@ mod json;
 mod scalar;
 
 use builder::Builder;
-pub use json::{check_json, key_string, to_json};
+pub use json::{check_json, key_string, kind_of, to_json};
 pub use scalar::resolve_plain;
 
 /// A value as go-yaml v2 decodes it into a Go `interface{}`.

@@ -4,14 +4,16 @@
 use kcp_kubelet::matching::{self, MatchOutcome, Side};
 use serde_json::{Map, Value};
 
-use crate::{Protocol, Registry, type_name};
+use kcp_kubelet::yaml11::kind_of;
+
+use crate::{Protocol, Registry};
 
 /// Every field of an entry is a string (all settings are): a number or a list is refused with
 /// the field named, before serde's messages, which do not name it.
 pub(crate) fn string_fields(map: &Map<String, Value>) -> Vec<String> {
     map.iter()
         .filter(|(_, v)| !matches!(v, Value::String(_)))
-        .map(|(k, v)| format!("field {k:?} must be a string, got {}", type_name(v)))
+        .map(|(k, v)| format!("field {k:?} must be a string, got {}", kind_of(v)))
         .collect()
 }
 

@@ -22,7 +22,7 @@
 use std::fmt;
 use std::path::Path;
 
-use kcp_kubelet::matching;
+use kcp_kubelet::{matching, yaml11};
 use serde_json::{Map, Value};
 use url::Url;
 
@@ -169,16 +169,14 @@ impl Registries {
 /// parser's message, which says more.
 fn document(text: &str) -> Result<Value, String> {
     let doc =
-        kcp_kubelet::yaml11::parse(text).map_err(|yaml_error| {
-            match serde_json::from_str::<Value>(text) {
-                Err(json_error) if text.trim_start().starts_with('{') => json_error.to_string(),
-                _ => yaml_error,
-            }
+        yaml11::parse(text).map_err(|yaml_error| match serde_json::from_str::<Value>(text) {
+            Err(json_error) if text.trim_start().starts_with('{') => json_error.to_string(),
+            _ => yaml_error,
         })?;
     if let Some(e) = doc.strict_error() {
         return Err(e.replace('\n', " "));
     }
-    kcp_kubelet::yaml11::to_json(&doc.root)
+    yaml11::to_json(&doc.root)
 }
 
 /// The `registries` list; any other top-level key is refused.
@@ -189,7 +187,7 @@ fn top_level(root: Value) -> Result<Vec<Value>, String> {
     let Value::Object(mut map) = root else {
         return Err(format!(
             "expected a mapping with a registries list, got {}",
-            type_name(&root)
+            yaml11::kind_of(&root)
         ));
     };
     if let Some(unknown) = map.keys().find(|k| *k != "registries") {
@@ -204,7 +202,7 @@ fn top_level(root: Value) -> Result<Vec<Value>, String> {
         }
         Some(other) => Err(format!(
             "registries must be a list, got {}",
-            type_name(&other)
+            yaml11::kind_of(&other)
         )),
     }
 }
@@ -215,7 +213,7 @@ fn read_entry(index: usize, entry: Value) -> Result<Registry, Vec<String>> {
     let Value::Object(mut map) = entry else {
         return Err(vec![format!(
             "registries[{index}]: expected a mapping, got {}",
-            type_name(&entry)
+            yaml11::kind_of(&entry)
         )]);
     };
     let host = match map.remove("host") {
@@ -289,18 +287,6 @@ fn protocol_of(map: Map<String, Value>) -> Result<Protocol, String> {
         Some(_) => {}
     }
     serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string().replace('`', "\""))
-}
-
-/// A JSON value's kind, as errors name it.
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
 }
 
 #[cfg(test)]

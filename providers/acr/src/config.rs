@@ -173,7 +173,7 @@ fn document(text: &str) -> Result<BTreeMap<String, Value>, String> {
         Value::Null => Ok(BTreeMap::new()),
         other => Err(format!(
             "expected a mapping of settings, got {}",
-            type_name(&other)
+            yaml11::kind_of(&other)
         )),
     }
 }
@@ -214,19 +214,8 @@ impl Fields<'_> {
             path: self.path.to_owned(),
             field,
             expected,
-            got: type_name(got),
+            got: yaml11::kind_of(got),
         }
-    }
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
     }
 }
 

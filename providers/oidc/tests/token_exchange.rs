@@ -180,19 +180,16 @@ fn a_public_client_sends_its_id_in_the_form() {
 
 #[test]
 fn an_oauth_error_is_quoted_in_one_line_and_not_retried() {
-    let fake = token_endpoint(FakeResponse::new(
-        400,
-        r#"{"error":"invalid_grant","error_description":"subject token issuer not trusted"}"#,
-    ));
-    let (p, _dir) = plugin(&exchange_config(&fake, ""));
-    let line = p
-        .request_with_token(
-            ApiVersion::V1,
-            IMAGE,
-            Some(&sa_token()),
-            &Default::default(),
-        )
-        .rejected();
+    let (out, fake) = exchange_once(
+        FakeResponse::new(
+            400,
+            r#"{"error":"invalid_grant","error_description":"subject token issuer not trusted"}"#,
+        ),
+        "",
+        IMAGE,
+        &sa_token(),
+    );
+    let line = out.rejected();
     assert!(
         line.contains(
             r#"exchanging the service-account token for the image registry.acme.test/team/app:1.0 (registries[0] (host "registry.acme.test", protocol token-exchange)) failed: 127.0.0.1 answered HTTP 400: error "invalid_grant" ("subject token issuer not trusted"); check that the token endpoint trusts the cluster's service-account issuer"#
@@ -220,16 +217,8 @@ fn an_answer_without_a_token_is_an_error_naming_the_field() {
         ("[]", "the answer is not a JSON object"),
         ("<html>", "the answer is not JSON"),
     ] {
-        let fake = token_endpoint(FakeResponse::json(body));
-        let (p, _dir) = plugin(&exchange_config(&fake, ""));
-        let line = p
-            .request_with_token(
-                ApiVersion::V1,
-                IMAGE,
-                Some(&sa_token()),
-                &Default::default(),
-            )
-            .rejected();
+        let (out, _fake) = exchange_once(FakeResponse::json(body), "", IMAGE, &sa_token());
+        let line = out.rejected();
         assert!(line.contains(says), "{body}: {line}");
     }
 }
@@ -240,11 +229,14 @@ fn cache_duration_is_capped_by_the_service_account_token_and_a_huge_expires_in()
     // A service-account token with 20 minutes left: an hour-long credential is cached 15 minutes.
     let short =
         jwt(&json!({"aud": [AUDIENCE], "exp": now + 1200, "sub": "system:serviceaccount:a:b"}));
-    let fake = token_endpoint(FakeResponse::json(format!(
-        r#"{{"access_token":"{ACCESS_TOKEN}","expires_in":3600}}"#
-    )));
-    let (p, _dir) = plugin(&exchange_config(&fake, ""));
-    let out = p.request_with_token(ApiVersion::V1, IMAGE, Some(&short), &Default::default());
+    let (out, _fake) = exchange_once(
+        FakeResponse::json(format!(
+            r#"{{"access_token":"{ACCESS_TOKEN}","expires_in":3600}}"#
+        )),
+        "",
+        IMAGE,
+        &short,
+    );
     out.accepted();
     assert_answer(
         &out.stdout(),
@@ -257,11 +249,14 @@ fn cache_duration_is_capped_by_the_service_account_token_and_a_huge_expires_in()
 
     // A huge expires_in is believed for 12 hours at most (the SA token here lives two days).
     let long = jwt(&json!({"aud": [AUDIENCE], "exp": now + 48 * 3600}));
-    let fake = token_endpoint(FakeResponse::json(format!(
-        r#"{{"access_token":"{ACCESS_TOKEN}","expires_in":99999999999999}}"#
-    )));
-    let (p, _dir) = plugin(&exchange_config(&fake, ""));
-    let out = p.request_with_token(ApiVersion::V1, IMAGE, Some(&long), &Default::default());
+    let (out, _fake) = exchange_once(
+        FakeResponse::json(format!(
+            r#"{{"access_token":"{ACCESS_TOKEN}","expires_in":99999999999999}}"#
+        )),
+        "",
+        IMAGE,
+        &long,
+    );
     out.accepted();
     assert_answer(
         &out.stdout(),
@@ -277,15 +272,11 @@ fn cache_duration_is_capped_by_the_service_account_token_and_a_huge_expires_in()
 fn a_credential_without_a_stated_life_is_cached_briefly_or_for_its_jwt_exp() {
     let now = unix_now();
     // No expires_in, an opaque token: the documented 5-minute default.
-    let fake = token_endpoint(FakeResponse::json(format!(
-        r#"{{"access_token":"{ACCESS_TOKEN}"}}"#
-    )));
-    let (p, _dir) = plugin(&exchange_config(&fake, ""));
-    let out = p.request_with_token(
-        ApiVersion::V1,
+    let (out, _fake) = exchange_once(
+        FakeResponse::json(format!(r#"{{"access_token":"{ACCESS_TOKEN}"}}"#)),
+        "",
         IMAGE,
-        Some(&sa_token()),
-        &Default::default(),
+        &sa_token(),
     );
     out.accepted();
     assert_eq!(
@@ -300,15 +291,11 @@ fn a_credential_without_a_stated_life_is_cached_briefly_or_for_its_jwt_exp() {
     );
     // No expires_in, a JWT access token: its own exp (40 minutes) counts.
     let access = jwt(&json!({"exp": now + 2400, "scope": "pull"}));
-    let fake = token_endpoint(FakeResponse::json(format!(
-        r#"{{"access_token":"{access}"}}"#
-    )));
-    let (p, _dir) = plugin(&exchange_config(&fake, ""));
-    let out = p.request_with_token(
-        ApiVersion::V1,
+    let (out, _fake) = exchange_once(
+        FakeResponse::json(format!(r#"{{"access_token":"{access}"}}"#)),
+        "",
         IMAGE,
-        Some(&sa_token()),
-        &Default::default(),
+        &sa_token(),
     );
     out.accepted();
     assert_answer(
@@ -324,13 +311,13 @@ fn a_credential_without_a_stated_life_is_cached_briefly_or_for_its_jwt_exp() {
 #[test]
 fn an_answer_that_echoes_the_service_account_token_is_refused() {
     let token = sa_token();
-    let fake = token_endpoint(FakeResponse::json(format!(
-        r#"{{"access_token":"{token}","expires_in":600}}"#
-    )));
-    let (p, _dir) = plugin(&exchange_config(&fake, ""));
-    let line = p
-        .request_with_token(ApiVersion::V1, IMAGE, Some(&token), &Default::default())
-        .rejected();
+    let (out, _fake) = exchange_once(
+        FakeResponse::json(format!(r#"{{"access_token":"{token}","expires_in":600}}"#)),
+        "",
+        IMAGE,
+        &token,
+    );
+    let line = out.rejected();
     assert!(
         line.contains("answered with the service-account token itself"),
         "{line}"

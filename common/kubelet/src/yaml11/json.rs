@@ -68,6 +68,20 @@ pub(super) fn go_format_g(f: f64, single: bool) -> String {
     }
 }
 
+/// A converted value's kind as an operator-facing error names it ("got a list"): for the
+/// settings files read through this module (ACR's `azure.json`, the oidc registries file).
+pub fn kind_of(value: &serde_json::Value) -> &'static str {
+    use serde_json::Value;
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
 /// The string `sigs.k8s.io/yaml` makes of a mapping key: strings as they are, numbers and booleans
 /// printed (floats with 32-bit precision, as it does); a null or unsigned key is an error.
 pub fn key_string(key: &Node) -> Result<String, String> {

@@ -152,3 +152,18 @@ pub fn exchange_config(fake: &FakeServer, extra: &str) -> String {
 pub fn token_endpoint(answer: FakeResponse) -> FakeServer {
     scripted(vec![(TOKEN_PATH, vec![answer])])
 }
+
+/// One v1 exchange for `image` with `token` against a token endpoint answering `answer`, the
+/// entry having the `extra` fields of [`exchange_config`]; the endpoint is returned for its
+/// requests.
+pub fn exchange_once(
+    answer: FakeResponse,
+    extra: &str,
+    image: &str,
+    token: &str,
+) -> (kcp_testkit::Outcome, FakeServer) {
+    let fake = token_endpoint(answer);
+    let (p, _dir) = plugin(&exchange_config(&fake, extra));
+    let out = p.request_with_token(ApiVersion::V1, image, Some(token), &Default::default());
+    (out, fake)
+}
