@@ -426,7 +426,7 @@ mod tests {
                 }
             }
         }
-        for provider in ["ecr", "acr", "gcr", "static"] {
+        for provider in ["ecr", "acr", "gcr", "static", "oidc"] {
             let krate = format!("{provider}_credential_provider");
             assert!(checked.contains(&krate), "{krate} not found in {checked:?}");
         }
