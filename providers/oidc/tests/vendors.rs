@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use base64::Engine;
 use kcp_kubelet::ApiVersion;
 use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
-use kcp_testkit::unix_now;
+use kcp_testkit::{Plugin, unix_now};
 use serde_json::{Value, json};
 use support::*;
 
@@ -149,6 +149,18 @@ impl Vendor {
         FakeResponse::json(body.to_string())
     }
 
+    /// The answer to a v1 request for this vendor's image with `token`, which must be accepted.
+    fn pull(&self, p: &Plugin, token: &str, annotations: &BTreeMap<String, String>) -> String {
+        let out = p.request_with_token(ApiVersion::V1, self.image, Some(token), annotations);
+        out.accepted();
+        out.stdout()
+    }
+
+    /// Asserts `stdout` is this vendor's credential, cached `want` seconds (see [`assert_answer`]).
+    fn assert_answer(&self, stdout: &str, want: i64, user: &str, password: &str) {
+        assert_answer(stdout, ApiVersion::V1, want, self.host, user, password);
+    }
+
     /// The error line of a request with a fresh pod token.
     fn rejected(&self, yaml: &str) -> String {
         let (p, _dir) = plugin(yaml);
@@ -162,8 +174,21 @@ impl Vendor {
     }
 }
 
-fn body_json(r: &RecordedRequest) -> Value {
-    serde_json::from_slice(&r.body).unwrap()
+/// The one request `fake` received.
+fn only_request(fake: &FakeServer) -> RecordedRequest {
+    let mut requests = fake.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    requests.remove(0)
+}
+
+/// Asserts `r` is a JSON `POST` to `target` carrying exactly `body`, without an
+/// `Authorization` header (the token travels in the body).
+fn assert_json_post(r: &RecordedRequest, target: &str, body: &Value) {
+    assert_eq!((r.method.as_str(), r.target.as_str()), ("POST", target));
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("accept"), Some("application/json"));
+    assert_eq!(r.header("authorization"), None);
+    assert_eq!(&serde_json::from_slice::<Value>(&r.body).unwrap(), body);
 }
 
 fn basic(user: &str, password: &str) -> String {
@@ -196,34 +221,12 @@ fn jfrog_posts_the_documented_json_and_takes_the_answered_user() {
     let (p, _dir) = plugin(&yaml);
     let token = sa_token();
     // At the most verbose level: the run's stderr is scanned for both tokens.
-    let out = p.args(["--v=10"]).request_with_token(
-        ApiVersion::V1,
-        JFROG.image,
-        Some(&token),
-        &BTreeMap::new(),
-    );
-    out.accepted();
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        1500,
-        "acme.jfrog.test",
-        "k8s-prod-mapped",
-        ISSUED,
-    );
-    let requests = fake.requests();
-    assert_eq!(requests.len(), 1);
-    let r = &requests[0];
-    assert_eq!(
-        (r.method.as_str(), r.target.as_str()),
-        ("POST", "/jfrog/access/api/v1/oidc/token")
-    );
-    assert_eq!(r.header("content-type"), Some("application/json"));
-    assert_eq!(r.header("accept"), Some("application/json"));
-    assert_eq!(r.header("authorization"), None);
-    assert_eq!(
-        body_json(r),
-        json!({
+    let stdout = JFROG.pull(&p.args(["--v=10"]), &token, &BTreeMap::new());
+    JFROG.assert_answer(&stdout, 1500, "k8s-prod-mapped", ISSUED);
+    assert_json_post(
+        &only_request(&fake),
+        "/jfrog/access/api/v1/oidc/token",
+        &json!({
             "grant_type": GRANT,
             "subject_token_type": ID_TOKEN_TYPE,
             "subject_token": token,
@@ -232,7 +235,7 @@ fn jfrog_posts_the_documented_json_and_takes_the_answered_user() {
             "audience": "jfrog-k8s",
             "project_key": "team-a",
             "identity_mapping_name": "pullers",
-        })
+        }),
     );
 }
 
@@ -241,35 +244,25 @@ fn jfrog_sends_only_the_required_fields_and_falls_back_to_the_configured_user() 
     let fake = JFROG.fake(JFROG.answer(ISSUED, Some(600)));
     let (p, _dir) = plugin(&JFROG.config(&fake, ""));
     let token = sa_token();
-    let out = p.request_with_token(ApiVersion::V1, JFROG.image, Some(&token), &BTreeMap::new());
-    out.accepted();
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        300,
-        "acme.jfrog.test",
-        "k8s-puller",
-        ISSUED,
-    );
-    let r = &fake.requests()[0];
-    assert_eq!(r.target, "/access/api/v1/oidc/token");
-    assert_eq!(
-        body_json(r),
-        json!({
+    let stdout = JFROG.pull(&p, &token, &BTreeMap::new());
+    JFROG.assert_answer(&stdout, 300, "k8s-puller", ISSUED);
+    assert_json_post(
+        &only_request(&fake),
+        "/access/api/v1/oidc/token",
+        &json!({
             "grant_type": GRANT,
             "subject_token_type": ID_TOKEN_TYPE,
             "subject_token": token,
             "provider_name": "k8s-prod",
-        })
+        }),
     );
     // An empty `username` in the answer counts as none.
     let fake = JFROG.fake(FakeResponse::json(format!(
         r#"{{"access_token":"{ISSUED}","expires_in":600,"username":""}}"#
     )));
     let (p, _dir) = plugin(&JFROG.config(&fake, ""));
-    let out = p.request_with_token(ApiVersion::V1, JFROG.image, Some(&token), &BTreeMap::new());
-    out.accepted();
-    assert!(out.stdout().contains(r#""username":"k8s-puller""#));
+    let stdout = JFROG.pull(&p, &token, &BTreeMap::new());
+    assert!(stdout.contains(r#""username":"k8s-puller""#));
 }
 
 #[test]
@@ -295,24 +288,9 @@ fn quay_gets_a_robot_token_with_basic_auth_for_the_tokens_own_life() {
     let fake = QUAY.fake(QUAY.answer(&robot_token, None));
     let (p, _dir) = plugin(&QUAY.config(&fake, ""));
     let token = sa_token();
-    let out = p.args(["--v=10"]).request_with_token(
-        ApiVersion::V1,
-        QUAY.image,
-        Some(&token),
-        &BTreeMap::new(),
-    );
-    out.accepted();
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        left(now + 2400) - 300,
-        "quay.io",
-        "acme+puller",
-        &robot_token,
-    );
-    let requests = fake.requests();
-    assert_eq!(requests.len(), 1);
-    let r = &requests[0];
+    let stdout = QUAY.pull(&p.args(["--v=10"]), &token, &BTreeMap::new());
+    QUAY.assert_answer(&stdout, left(now + 2400) - 300, "acme+puller", &robot_token);
+    let r = &only_request(&fake);
     assert_eq!(
         (r.method.as_str(), r.target.as_str()),
         ("GET", "/oauth2/federation/robot/token")
@@ -329,58 +307,38 @@ fn quay_gets_a_robot_token_with_basic_auth_for_the_tokens_own_life() {
 #[test]
 fn quay_reads_the_robot_from_the_service_account_annotation() {
     let token = sa_token();
-    // Neither robotAccount nor robotAccountAnnotation: the default annotation.
-    let fake = QUAY.fake(QUAY.answer(ISSUED, Some(600)));
-    let yaml = format!(
-        "registries:\n  - host: quay.io\n    protocol: quay-robot\n    endpoint: {}\n",
-        fake.url()
-    );
-    let (p, _dir) = plugin(&yaml);
-    let out = p.request_with_token(
-        ApiVersion::V1,
-        QUAY.image,
-        Some(&token),
-        &annotations(&[
-            ("quay.io/federated-robot-account", "acme+team_a"),
-            ("other.test/key", "x"),
-        ]),
-    );
-    out.accepted();
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        300,
-        "quay.io",
-        "acme+team_a",
-        ISSUED,
-    );
-    assert_eq!(
-        fake.requests()[0].header("authorization"),
-        Some(basic("acme+team_a", &token).as_str())
-    );
-
-    // A named annotation.
-    let fake = QUAY.fake(QUAY.answer(ISSUED, Some(600)));
-    let yaml = format!(
-        "registries:\n  - host: quay.io\n    protocol: quay-robot\n    endpoint: {}\n    robotAccountAnnotation: acme.test/quay-robot\n",
-        fake.url()
-    );
-    let (p, _dir) = plugin(&yaml);
-    let out = p.request_with_token(
-        ApiVersion::V1,
-        QUAY.image,
-        Some(&token),
-        &annotations(&[
-            ("acme.test/quay-robot", "acme+team_b"),
-            ("quay.io/federated-robot-account", "acme+ignored"),
-        ]),
-    );
-    out.accepted();
-    assert!(out.stdout().contains(r#""username":"acme+team_b""#));
-    assert_eq!(
-        fake.requests()[0].header("authorization"),
-        Some(basic("acme+team_b", &token).as_str())
-    );
+    for (entry, passed, robot) in [
+        // Neither robotAccount nor robotAccountAnnotation: the default annotation.
+        (
+            "",
+            [
+                ("quay.io/federated-robot-account", "acme+team_a"),
+                ("other.test/key", "x"),
+            ],
+            "acme+team_a",
+        ),
+        (
+            "    robotAccountAnnotation: acme.test/quay-robot\n",
+            [
+                ("acme.test/quay-robot", "acme+team_b"),
+                ("quay.io/federated-robot-account", "acme+ignored"),
+            ],
+            "acme+team_b",
+        ),
+    ] {
+        let fake = QUAY.fake(QUAY.answer(ISSUED, Some(600)));
+        let yaml = format!(
+            "registries:\n  - host: quay.io\n    protocol: quay-robot\n    endpoint: {}\n{entry}",
+            fake.url()
+        );
+        let (p, _dir) = plugin(&yaml);
+        let stdout = QUAY.pull(&p, &token, &annotations(&passed));
+        QUAY.assert_answer(&stdout, 300, robot, ISSUED);
+        assert_eq!(
+            only_request(&fake).header("authorization"),
+            Some(basic(robot, &token).as_str())
+        );
+    }
 }
 
 #[test]
@@ -428,16 +386,10 @@ fn cloudsmith_posts_the_token_and_slug_for_the_organization() {
     let fake = CLOUDSMITH.fake(CLOUDSMITH.answer(ISSUED, None));
     let (p, _dir) = plugin(&CLOUDSMITH.config(&fake, ""));
     let token = sa_token();
-    let out = p.args(["--v=10"]).request_with_token(
-        ApiVersion::V1,
-        CLOUDSMITH.image,
-        Some(&token),
-        &BTreeMap::new(),
-    );
-    out.accepted();
+    let stdout = CLOUDSMITH.pull(&p.args(["--v=10"]), &token, &BTreeMap::new());
     // An opaque token without a stated life: the short default.
     assert_eq!(
-        out.stdout(),
+        stdout,
         expected(
             ApiVersion::V1,
             "5m0s",
@@ -446,19 +398,10 @@ fn cloudsmith_posts_the_token_and_slug_for_the_organization() {
             ISSUED
         )
     );
-    let requests = fake.requests();
-    assert_eq!(requests.len(), 1);
-    let r = &requests[0];
-    assert_eq!(
-        (r.method.as_str(), r.target.as_str()),
-        ("POST", "/openid/acme/")
-    );
-    assert_eq!(r.header("content-type"), Some("application/json"));
-    assert_eq!(r.header("accept"), Some("application/json"));
-    assert_eq!(r.header("authorization"), None);
-    assert_eq!(
-        body_json(r),
-        json!({"oidc_token": token, "service_slug": "k8s-puller-a1b2"})
+    assert_json_post(
+        &only_request(&fake),
+        "/openid/acme/",
+        &json!({"oidc_token": token, "service_slug": "k8s-puller-a1b2"}),
     );
 }
 
@@ -468,21 +411,8 @@ fn cloudsmith_takes_a_configured_user_and_a_jwt_life() {
     let api_token = jwt(&json!({"exp": now + 1800}));
     let fake = CLOUDSMITH.fake(CLOUDSMITH.answer(&api_token, None));
     let (p, _dir) = plugin(&CLOUDSMITH.config(&fake, "    username: token\n"));
-    let out = p.request_with_token(
-        ApiVersion::V1,
-        CLOUDSMITH.image,
-        Some(&sa_token()),
-        &BTreeMap::new(),
-    );
-    out.accepted();
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        left(now + 1800) - 300,
-        "docker.cloudsmith.io",
-        "token",
-        &api_token,
-    );
+    let stdout = CLOUDSMITH.pull(&p, &sa_token(), &BTreeMap::new());
+    CLOUDSMITH.assert_answer(&stdout, left(now + 1800) - 300, "token", &api_token);
 }
 
 #[test]
@@ -509,25 +439,10 @@ fn chainguard_posts_to_the_sts_with_a_bearer_token_and_the_query() {
     )));
     let (p, _dir) = plugin(&CHAINGUARD.config(&fake, ""));
     let token = sa_token();
-    let out = p.args(["--v=10"]).request_with_token(
-        ApiVersion::V1,
-        CHAINGUARD.image,
-        Some(&token),
-        &BTreeMap::new(),
-    );
-    out.accepted();
+    let stdout = CHAINGUARD.pull(&p.args(["--v=10"]), &token, &BTreeMap::new());
     // The token's own exp, bounded by the service-account token's hour.
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        left(now + 3000) - 300,
-        "cgr.dev",
-        "_token",
-        &registry_token,
-    );
-    let requests = fake.requests();
-    assert_eq!(requests.len(), 1);
-    let r = &requests[0];
+    CHAINGUARD.assert_answer(&stdout, left(now + 3000) - 300, "_token", &registry_token);
+    let r = &only_request(&fake);
     assert_eq!(
         (r.method.as_str(), r.target.as_str()),
         (
@@ -557,21 +472,8 @@ fn chainguard_takes_a_configured_audience_and_user() {
         &fake,
         "    audience: https://console-api.enforce.dev\n    username: puller\n",
     ));
-    let out = p.request_with_token(
-        ApiVersion::V1,
-        CHAINGUARD.image,
-        Some(&sa_token()),
-        &BTreeMap::new(),
-    );
-    out.accepted();
-    assert_answer(
-        &out.stdout(),
-        ApiVersion::V1,
-        600,
-        "cgr.dev",
-        "puller",
-        ISSUED,
-    );
+    let stdout = CHAINGUARD.pull(&p, &sa_token(), &BTreeMap::new());
+    CHAINGUARD.assert_answer(&stdout, 600, "puller", ISSUED);
     assert_eq!(
         fake.requests()[0].target,
         format!(
@@ -642,16 +544,8 @@ fn a_huge_expires_in_is_capped_by_the_service_account_token() {
             v.field
         )));
         let (p, _dir) = plugin(&v.config(&fake, ""));
-        let out = p.request_with_token(ApiVersion::V1, v.image, Some(&short), &BTreeMap::new());
-        out.accepted();
-        assert_answer(
-            &out.stdout(),
-            ApiVersion::V1,
-            left(now + 1200) - 300,
-            v.host,
-            v.user,
-            ISSUED,
-        );
+        let stdout = v.pull(&p, &short, &BTreeMap::new());
+        v.assert_answer(&stdout, left(now + 1200) - 300, v.user, ISSUED);
     }
 }
 
@@ -687,9 +581,8 @@ fn look_alike_hosts_and_v1beta1_requests_send_nothing() {
             fake.requests()
         );
         // The real host is answered.
-        let out = p.request_with_token(ApiVersion::V1, v.image, Some(&token), &BTreeMap::new());
-        out.accepted();
-        assert_answer(&out.stdout(), ApiVersion::V1, 300, v.host, v.user, ISSUED);
+        let stdout = v.pull(&p, &token, &BTreeMap::new());
+        v.assert_answer(&stdout, 300, v.user, ISSUED);
         assert_eq!(fake.requests().len(), 1);
     }
 }
@@ -706,9 +599,7 @@ fn a_throttled_or_failing_vendor_is_retried_with_the_same_request() {
             ],
         )]);
         let (p, _dir) = plugin(&v.config(&fake, ""));
-        let out =
-            p.request_with_token(ApiVersion::V1, v.image, Some(&sa_token()), &BTreeMap::new());
-        out.accepted();
+        v.pull(&p, &sa_token(), &BTreeMap::new());
         let requests = fake.requests();
         assert_eq!(requests.len(), 3, "{}", v.protocol);
         for r in &requests[1..] {

@@ -6,10 +6,9 @@
 //! service account's slug, or the entry's `username`.
 
 use kcp_oidc_registries::Cloudsmith;
-use reqwest::Method;
 use serde_json::json;
 
-use super::vendor::{self, VendorCall};
+use super::vendor;
 use super::{Exchange, Issued, ProtocolError};
 
 /// What to check when Cloudsmith refuses.
@@ -24,24 +23,9 @@ pub(crate) async fn exchange(
     let body = json!({
         "oidc_token": x.sa_token.expose(),
         "service_slug": settings.service_slug,
-    })
-    .to_string();
-    let (token, _) = vendor::token_call(
-        x,
-        VendorCall {
-            method: Method::POST,
-            url: &url,
-            headers: &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json"),
-            ],
-            body: Some(body.as_bytes()),
-            what: "Cloudsmith OIDC exchange",
-            field: "token",
-            hint: HINT,
-        },
-    )
-    .await?;
+    });
+    let (token, _) =
+        vendor::post_json(x, &url, &body, "Cloudsmith OIDC exchange", "token", HINT).await?;
     let username = settings
         .username
         .as_deref()

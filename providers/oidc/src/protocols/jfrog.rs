@@ -8,10 +8,9 @@
 //! entry's `username`.
 
 use kcp_oidc_registries::Jfrog;
-use reqwest::Method;
 use serde_json::{Map, Value};
 
-use super::vendor::{self, VendorCall};
+use super::vendor;
 use super::{Exchange, Issued, ProtocolError};
 
 /// The Access service's OIDC token endpoint, under the platform URL.
@@ -25,21 +24,13 @@ const HINT: &str = "check that the JFrog OIDC integration named by providerName 
 /// Trades the service-account token for a JFrog access token.
 pub(crate) async fn exchange(x: &Exchange<'_>, settings: &Jfrog) -> Result<Issued, ProtocolError> {
     let url = vendor::join(super::endpoint(x)?, &TOKEN_PATH)?;
-    let body = Value::Object(body(x, settings)).to_string();
-    let (token, answer) = vendor::token_call(
+    let (token, answer) = vendor::post_json(
         x,
-        VendorCall {
-            method: Method::POST,
-            url: &url,
-            headers: &[
-                ("Content-Type", "application/json"),
-                ("Accept", "application/json"),
-            ],
-            body: Some(body.as_bytes()),
-            what: "JFrog OIDC token exchange",
-            field: "access_token",
-            hint: HINT,
-        },
+        &url,
+        &Value::Object(body(x, settings)),
+        "JFrog OIDC token exchange",
+        "access_token",
+        HINT,
     )
     .await?;
     let username = match (

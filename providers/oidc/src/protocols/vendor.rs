@@ -69,6 +69,34 @@ pub(crate) async fn token_call(
     Ok((token, object))
 }
 
+/// A JSON `POST` of `body` to `url` (JFrog, Cloudsmith), read as [`token_call`] reads answers.
+pub(crate) async fn post_json(
+    x: &Exchange<'_>,
+    url: &Url,
+    body: &Value,
+    what: &str,
+    field: &str,
+    hint: &str,
+) -> Result<(Token, Map<String, Value>), ProtocolError> {
+    let body = body.to_string();
+    token_call(
+        x,
+        VendorCall {
+            method: Method::POST,
+            url,
+            headers: &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json"),
+            ],
+            body: Some(body.as_bytes()),
+            what,
+            field,
+            hint,
+        },
+    )
+    .await
+}
+
 /// The refusals operators meet first (the vendor does not trust the token, or the entry names the
 /// wrong integration or account) get the vendor's `hint`; other errors are left as they are.
 fn with_hint(error: ProtocolError, hint: &str) -> ProtocolError {
