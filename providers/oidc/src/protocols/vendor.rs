@@ -101,7 +101,7 @@ pub(crate) async fn post_json(
 /// wrong integration or account) get the vendor's `hint`; other errors are left as they are.
 fn with_hint(error: ProtocolError, hint: &str) -> ProtocolError {
     match error.status() {
-        Some(400 | 401 | 403 | 404) => ProtocolError::Call(format!("{error}; {hint}")),
+        Some(400 | 401 | 403) => ProtocolError::Call(format!("{error}; {hint}")),
         _ => error,
     }
 }
