@@ -93,6 +93,7 @@ pub(crate) fn entry(registry: &Registry) -> Vec<String> {
         Protocol::Cloudsmith(c) => {
             non_empty("organization", Some(&c.organization));
             non_empty("serviceSlug", Some(&c.service_slug));
+            non_empty("username", c.username.as_deref());
         }
         Protocol::Chainguard(c) => {
             non_empty("identity", Some(&c.identity));

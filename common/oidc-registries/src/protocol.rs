@@ -154,8 +154,10 @@ impl QuayRobot {
 pub struct Cloudsmith {
     /// The organization's slug.
     pub organization: String,
-    /// The service account's slug; also the registry user name.
+    /// The service account's slug; also the registry user name unless `username` is set.
     pub service_slug: String,
+    /// The registry user name, when the service account's slug does not fit.
+    pub username: Option<String>,
 }
 
 /// `chainguard`: Chainguard's STS (`endpoint` defaults to [`CHAINGUARD_ENDPOINT`]).

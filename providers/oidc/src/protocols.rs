@@ -23,6 +23,7 @@ pub mod jfrog;
 pub mod passthrough;
 pub mod quay;
 pub mod token_exchange;
+mod vendor;
 
 /// Everything one exchange may use; built by the provider's `fetch` from the plan.
 pub struct Exchange<'a> {
