@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use kcp_kubelet::yaml11::kind_of;
 
-use crate::{Protocol, Registry};
+use crate::{Protocol, QuayRobot, Registry};
 
 /// Every field of an entry is a string (all settings are): a number or a list is refused with
 /// the field named, before serde's messages, which do not name it.
@@ -120,6 +120,17 @@ pub(crate) fn entry(registry: &Registry) -> Vec<String> {
         {
             problems.push(
                 "set either \"robotAccount\" or \"robotAccountAnnotation\", not both".to_owned(),
+            )
+        }
+        Protocol::QuayRobot(q)
+            if q
+                .robot_account
+                .as_deref()
+                .is_some_and(|r| !r.trim().is_empty() && !QuayRobot::is_robot_account(r.trim())) =>
+        {
+            problems.push(
+                "field \"robotAccount\" is not a Quay robot account: <org>+<robot>, without ':' or spaces"
+                    .to_owned(),
             )
         }
         _ => {}

@@ -138,6 +138,18 @@ pub enum RobotSource<'a> {
 }
 
 impl QuayRobot {
+    /// Whether `robot` reads as a Quay robot account, `<org>+<robot>`, that can stand as the user
+    /// name of HTTP Basic (no `:`, no whitespace or control characters). Checked on the file's
+    /// `robotAccount` at load and on an annotation's value before anything is sent.
+    pub fn is_robot_account(robot: &str) -> bool {
+        robot
+            .split_once('+')
+            .is_some_and(|(org, name)| !org.is_empty() && !name.is_empty())
+            && !robot
+                .chars()
+                .any(|c| c == ':' || c.is_whitespace() || c.is_control())
+    }
+
     /// Where the robot account comes from (the checks refuse both being set).
     pub fn robot_source(&self) -> RobotSource<'_> {
         match (&self.robot_account, &self.robot_account_annotation) {

@@ -131,6 +131,21 @@ fn quay_robot_sources() {
         problems("registries:\n- host: quay.io\n  protocol: quay-robot\n  robotAccount: a+b\n  robotAccountAnnotation: x/y\n")
             .contains(r#"registries[0] (host "quay.io"): set either "robotAccount" or "robotAccountAnnotation", not both"#)
     );
+    // A robot account the exchange would refuse is refused at load (exit 2), not at the first pull.
+    for bad in ["acme", "acme+", "+puller", "acme+pul ler", "acme+pul:ler"] {
+        assert!(
+            problems(&format!("registries:\n- host: quay.io\n  protocol: quay-robot\n  robotAccount: {bad:?}\n"))
+                .contains(r#"registries[0] (host "quay.io"): field "robotAccount" is not a Quay robot account: <org>+<robot>, without ':' or spaces"#),
+            "{bad}"
+        );
+    }
+    assert!(
+        parse(
+            "registries:\n- host: quay.io\n  protocol: quay-robot\n  robotAccount: acme+puller\n"
+        )
+        .is_ok()
+    );
+    assert!(QuayRobot::is_robot_account("acme+puller"));
 }
 
 #[test]

@@ -91,9 +91,6 @@ pub enum ProtocolError {
     /// endpoint).
     #[error("{0}")]
     Input(String),
-    /// The protocol is not built yet.
-    #[error("the {0} protocol is not implemented yet")]
-    NotImplemented(&'static str),
 }
 
 impl ProtocolError {

@@ -70,13 +70,7 @@ fn robot_account(x: &Exchange<'_>, settings: &QuayRobot) -> Result<String, Proto
         },
     };
     let robot = robot.trim();
-    let well_formed = robot
-        .split_once('+')
-        .is_some_and(|(org, name)| !org.is_empty() && !name.is_empty())
-        && !robot
-            .chars()
-            .any(|c| c == ':' || c.is_whitespace() || c.is_control());
-    if !well_formed {
+    if !QuayRobot::is_robot_account(robot) {
         let shown: String = robot.chars().take(100).collect();
         return Err(ProtocolError::Input(format!(
             "the Quay robot account {shown:?} from {from} is not <org>+<robot> (without ':' or spaces); nothing was sent"
