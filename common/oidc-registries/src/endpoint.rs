@@ -12,12 +12,30 @@ use url::{Host, Url};
 pub fn check(text: &str) -> Result<Url, String> {
     // `url` would map a non-ASCII or percent-encoded host through IDNA; no registry or token
     // endpoint is spelt so, and refusing it keeps the host as written.
-    let after_scheme = text.split_once("://").map_or(text, |(_, rest)| rest);
+    // Only `scheme://authority`: `url` also reads `http:/host` and `http:\\host`, whose host the
+    // split below would not see.
+    let after_scheme = text.split_once(':').and_then(|(scheme, rest)| {
+        let scheme_ok = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        rest.strip_prefix("//").filter(|_| scheme_ok)
+    });
+    let Some(after_scheme) = after_scheme else {
+        return Err("is not a valid URL: write it as https://host[:port][/path]".to_owned());
+    };
     let authority = after_scheme
         .split(['/', '?', '#'])
         .next()
         .unwrap_or(after_scheme);
-    if !authority.is_ascii() || authority.contains('%') || text.trim() != text {
+    // An empty authority (`https:///host`) or one with `\\` or controls is read by `url` in ways
+    // the host as written does not show.
+    if authority.is_empty()
+        || !authority.is_ascii()
+        || authority.contains(['%', '\\'])
+        || authority.chars().any(|c| c.is_ascii_control() || c == ' ')
+        || text.trim() != text
+    {
         return Err("is not a valid URL: its host must be plain ASCII, without spaces".to_owned());
     }
     let url = Url::parse(text).map_err(|e| format!("is not a valid URL: {e}"))?;
@@ -73,8 +91,19 @@ mod tests {
             ("https://sso.acme.example/#x", "#fragment"),
             ("https://bücher.example/", "plain ASCII"),
             ("https://a%41.example/", "plain ASCII"),
-            (" https://a.example/", "plain ASCII"),
+            (" https://a.example/", "is not a valid URL"),
             ("sso.acme.example/token", "is not a valid URL"),
+            // Found by the oidc_registries fuzz target: `url` reads these hosts too, past the
+            // ASCII check that looked for `://`.
+            ("http:/A\u{fffd}.example/", "write it as https://"),
+            ("https:\\\\b\u{fc}cher.example/", "write it as https://"),
+            ("https:///TOKEN.example/", "plain ASCII"),
+            (
+                "https:/Z\u{fffd}.example/x/https://a.example/",
+                "write it as https://",
+            ),
+            ("https://\\Token.example/", "plain ASCII"),
+            ("https://a\u{1d}b.example/", "plain ASCII"),
         ] {
             let err = check(bad).unwrap_err();
             assert!(err.contains(want), "{bad}: {err}");

@@ -286,7 +286,21 @@ fn protocol_of(map: Map<String, Value>) -> Result<Protocol, String> {
         }
         Some(_) => {}
     }
-    serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string().replace('`', "\""))
+    serde_json::from_value(Value::Object(map)).map_err(|e| {
+        // serde quotes a field name raw, line breaks included; the message stays one line.
+        e.to_string()
+            .replace('`', "\"")
+            .chars()
+            .flat_map(|c| {
+                let escaped: Vec<char> = if c.is_control() {
+                    c.escape_default().collect()
+                } else {
+                    vec![c]
+                };
+                escaped
+            })
+            .collect()
+    })
 }
 
 #[cfg(test)]

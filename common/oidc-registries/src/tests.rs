@@ -251,3 +251,17 @@ fn loads_from_a_file_and_names_it() {
     assert!(e.to_string().contains("cannot be read"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Found by the oidc_registries fuzz target: serde quoted an unknown field's name raw, so a line
+/// break in it split the one error line.
+#[test]
+fn an_unknown_field_with_a_line_break_is_named_on_one_line() {
+    let message = problems(
+        "{\"registries\":[{\"host\":\"quay.io\",\"protocol\":\"quay-robot\",\"robot\\r\\nAccount\":\"a+b\"}]}",
+    );
+    assert!(!message.contains(['\n', '\r']), "{message}");
+    assert!(
+        message.contains(r#"unknown field "robot\r\nAccount""#),
+        "{message}"
+    );
+}

@@ -35,6 +35,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("matching", matching),
     ("duration", duration),
     ("kubelet_response", kubelet_response),
+    ("oidc_registries", oidc_registries),
 ];
 
 /// Error texts end up as the single stderr line a plugin prints: never empty, never two lines.
@@ -451,4 +452,51 @@ fn encode_then_decode(data: &[u8]) {
         Ok(&accepted),
         "{line:?}"
     );
+}
+
+/// The oidc provider's registries file (`kcp_oidc_registries::Registries::parse`), which the
+/// provider reads at start-up and the checker's `validate` reads too.
+///
+/// Invariants: an error is one line naming the file; a file that parses has at least one entry,
+/// every endpoint it names or implies is `https://` or loopback `http://` (a service-account
+/// token never crosses the network in clear), and each entry's host, taken as an image, is
+/// answered by an entry (the first match wins) without panicking.
+pub fn oidc_registries(data: &[u8]) {
+    const FILE: &str = "/etc/kubernetes/oidc-registries.yaml";
+    let text = String::from_utf8_lossy(data);
+    match kcp_oidc_registries::Registries::parse(&text, FILE) {
+        Err(e) => {
+            let message = e.to_string();
+            assert_one_line(&message, data);
+            assert!(
+                message.starts_with(&format!("registries file {FILE}: ")),
+                "{message}"
+            );
+        }
+        Ok(registries) => {
+            assert!(!registries.registries.is_empty());
+            for registry in &registries.registries {
+                let host = registry.host.as_str();
+                if let Some(Ok(url)) = registry.endpoint_for(host) {
+                    let loopback = match url.host() {
+                        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+                        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+                        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+                        None => false,
+                    };
+                    assert!(
+                        url.scheme() == "https" || (url.scheme() == "http" && loopback),
+                        "{url} for {host:?}"
+                    );
+                }
+                if !host.contains(['*', '?', '[']) {
+                    let image = format!("{host}/team/app:1");
+                    assert!(
+                        registries.find(&image).is_some(),
+                        "no entry answers {image:?}"
+                    );
+                }
+            }
+        }
+    }
 }

@@ -33,6 +33,11 @@ const TARGETS: &[Target] = &[
         call: "kcp_testkit::fuzz_bodies::kubelet_response",
         body: fuzz_bodies::kubelet_response,
     },
+    Target {
+        name: "oidc_registries",
+        call: "kcp_testkit::fuzz_bodies::oidc_registries",
+        body: fuzz_bodies::oidc_registries,
+    },
 ];
 
 /// Bytes the grammars under test care about, to make mutations reach past the first check.
@@ -104,6 +109,11 @@ fn duration() {
 #[test]
 fn kubelet_response() {
     run(target("kubelet_response"), DICTIONARY);
+}
+
+#[test]
+fn oidc_registries() {
+    run(target("oidc_registries"), DICTIONARY);
 }
 
 #[test]
