@@ -316,8 +316,9 @@ fn provider_value(
         let (p, value) = text
             .split_once('=')
             .ok_or_else(|| format!("{option} expects PROVIDER=VALUE, got {text:?}"))?;
-        let provider = ProviderKind::from_str(p, false)
-            .map_err(|_| format!("{option}: unknown provider {p:?} (ecr, acr, gcr, static, oidc)"))?;
+        let provider = ProviderKind::from_str(p, false).map_err(|_| {
+            format!("{option}: unknown provider {p:?} (ecr, acr, gcr, static, oidc)")
+        })?;
         Ok((provider, value.to_owned()))
     }
 }

@@ -263,7 +263,11 @@ impl InitArgs {
             }
             return Ok(());
         }
-        if !self.match_images.iter().any(|(p, _)| *p == ProviderKind::Oidc) {
+        if !self
+            .match_images
+            .iter()
+            .any(|(p, _)| *p == ProviderKind::Oidc)
+        {
             return usage(
                 "oidc needs --match-images oidc=HOSTS: the registry hosts of its registries file (there is no default)",
             );

@@ -377,8 +377,8 @@ mod tests {
                 p.config_service_account,
                 p.oidc_registries,
             ]
-                .into_iter()
-                .chain(p.drop_in_dir)
+            .into_iter()
+            .chain(p.drop_in_dir)
             {
                 assert!(
                     absolute("path", path, p.windows).is_ok(),
