@@ -383,6 +383,11 @@ impl InitArgs {
         self.format == DocFormat::Yaml
     }
 
+    /// Whether `--registries-skeleton` asks for oidc's registries file instead of the config.
+    pub fn registries_skeleton(&self) -> bool {
+        self.registries_skeleton
+    }
+
     /// Whether the platform's nodes run Windows.
     pub fn windows(&self) -> bool {
         platform_defaults(self.platform).windows
