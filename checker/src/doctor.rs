@@ -554,10 +554,9 @@ fn token_caches(root: &Path, config: &Config, d: &mut Diagnosis) {
 fn token_caches(_root: &Path, _config: &Config, _d: &mut Diagnosis) {}
 
 /// A shared provider flag as the provider takes it: `--flag` in its `args` (either spelling,
-/// the last wins), else the config's `env` entry for it (the last wins). Its callers check paths
-/// on Linux nodes only.
-#[cfg(unix)]
-fn provider_setting(p: &config::Provider, flag: &str, env: &str) -> Option<String> {
+/// the last wins), else the config's `env` entry for it (the last wins). `validate` reads oidc's
+/// registries file through it (oidc_file.rs).
+pub(crate) fn provider_setting(p: &config::Provider, flag: &str, env: &str) -> Option<String> {
     let argv: Vec<String> = std::iter::once(String::new())
         .chain(p.args.iter().cloned())
         .collect();

@@ -24,6 +24,7 @@ mod check;
 mod defaults;
 mod document;
 mod read_back;
+mod skeleton;
 mod yaml;
 
 use defaults::platform_defaults;
@@ -40,6 +41,8 @@ pub enum ProviderKind {
     Gcr,
     /// Any registry with a fixed user and password file.
     Static,
+    /// Any registry that trusts the cluster's service-account tokens (registries file).
+    Oidc,
 }
 
 impl ProviderKind {
@@ -50,6 +53,7 @@ impl ProviderKind {
             ProviderKind::Acr => "acr",
             ProviderKind::Gcr => "gcr",
             ProviderKind::Static => "static",
+            ProviderKind::Oidc => "oidc",
         }
     }
 
@@ -60,6 +64,7 @@ impl ProviderKind {
             ProviderKind::Acr => "acr-credential-provider",
             ProviderKind::Gcr => "gcr-credential-provider",
             ProviderKind::Static => "static-credential-provider",
+            ProviderKind::Oidc => "oidc-credential-provider",
         }
     }
 }
@@ -127,7 +132,8 @@ impl ApiVersion {
 /// the config has the same name here, so the script passes them through unchanged.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// Providers to configure, in config order: ecr, acr, gcr, static (repeatable or comma-separated).
+    /// Providers to configure, in config order: ecr, acr, gcr, static, oidc (repeatable or
+    /// comma-separated).
     #[arg(
         long = "provider",
         visible_alias = "providers",
@@ -140,7 +146,8 @@ pub struct InitArgs {
     /// The node's platform: its paths, where the kubelet flags go, and its provider defaults.
     #[arg(long, value_enum, default_value = "generic")]
     platform: Platform,
-    /// Per-pod identities (KEP-4412 tokenAttributes; kubelet 1.34+) for ecr, acr and gcr.
+    /// Per-pod identities (KEP-4412 tokenAttributes; kubelet 1.34+) for ecr, acr and gcr (oidc
+    /// always has them).
     #[arg(long)]
     service_account: bool,
     /// The config's format.
@@ -160,7 +167,7 @@ pub struct InitArgs {
     #[arg(long, value_name = "PATH", value_parser = one_line("--config-path"))]
     config_path: Option<String>,
     /// Every provider's defaultCacheDuration, a Go duration (default per provider: ecr 12h, acr
-    /// 10m, gcr 1m, static 1h).
+    /// 10m, gcr 1m, static 1h, oidc 5m).
     #[arg(long, value_name = "D", value_parser = one_line("--cache-duration"))]
     cache_duration: Option<String>,
     /// The config's and providers' apiVersion: v1, v1beta1 (kubelet 1.24-1.25), v1alpha1 (1.20-1.23).
@@ -244,6 +251,49 @@ pub struct InitArgs {
     /// static's password file (absolute: the kubelet's working directory is not yours).
     #[arg(long, value_name = "FILE", value_parser = one_line("--static-password-file"))]
     static_password_file: Option<String>,
+    /// oidc: the service-account token audience the registries expect (required with oidc).
+    #[arg(long, value_name = "AUD", value_parser = one_line("--oidc-audience"))]
+    oidc_audience: Option<String>,
+    /// oidc: the registries file, its --config (default: the platform's, e.g.
+    /// /etc/kubernetes/oidc-registries.yaml; C:\k\oidc-registries.yaml on Windows).
+    #[arg(long, value_name = "FILE", value_parser = one_line("--oidc-config"))]
+    oidc_config: Option<String>,
+    /// oidc: the kubelet's cacheType, Token (default: one answer per pod token; passthrough needs
+    /// it) or ServiceAccount.
+    #[arg(long, value_name = "TYPE", value_enum)]
+    oidc_cache_type: Option<CacheType>,
+    /// oidc: a service-account annotation the kubelet must forward; pods whose ServiceAccount
+    /// lacks it are not run through the plugin (repeatable).
+    #[arg(long, value_name = "KEY", value_parser = one_line("--oidc-required-annotation"))]
+    oidc_required_annotation: Vec<String>,
+    /// oidc: a service-account annotation forwarded when present, e.g.
+    /// quay.io/federated-robot-account (repeatable).
+    #[arg(long, value_name = "KEY", value_parser = one_line("--oidc-optional-annotation"))]
+    oidc_optional_annotation: Vec<String>,
+    /// oidc: print a registries file skeleton (one entry per --match-images oidc= host, every
+    /// protocol commented out) instead of the config.
+    #[arg(long)]
+    registries_skeleton: bool,
+}
+
+/// `tokenAttributes.cacheType`, as the kubelet spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CacheType {
+    /// One answer per pod token.
+    #[value(name = "Token", alias = "token")]
+    Token,
+    /// One answer per ServiceAccount.
+    #[value(name = "ServiceAccount", alias = "service-account")]
+    ServiceAccount,
+}
+
+impl CacheType {
+    fn name(self) -> &'static str {
+        match self {
+            CacheType::Token => "Token",
+            CacheType::ServiceAccount => "ServiceAccount",
+        }
+    }
 }
 
 /// A value must be one line: it ends up in the kubelet's argv, and a comment or a message.
@@ -266,8 +316,9 @@ fn provider_value(
         let (p, value) = text
             .split_once('=')
             .ok_or_else(|| format!("{option} expects PROVIDER=VALUE, got {text:?}"))?;
-        let provider = ProviderKind::from_str(p, false)
-            .map_err(|_| format!("{option}: unknown provider {p:?} (ecr, acr, gcr, static)"))?;
+        let provider = ProviderKind::from_str(p, false).map_err(|_| {
+            format!("{option}: unknown provider {p:?} (ecr, acr, gcr, static, oidc)")
+        })?;
         Ok((provider, value.to_owned()))
     }
 }
@@ -281,7 +332,7 @@ impl InitArgs {
         }
         let default = if self.drop_in {
             platform.drop_in_dir
-        } else if self.service_account {
+        } else if self.service_account || self.providers.contains(&ProviderKind::Oidc) {
             Some(platform.config_service_account)
         } else {
             Some(platform.config)
@@ -332,6 +383,11 @@ impl InitArgs {
         self.format == DocFormat::Yaml
     }
 
+    /// Whether `--registries-skeleton` asks for oidc's registries file instead of the config.
+    pub fn registries_skeleton(&self) -> bool {
+        self.registries_skeleton
+    }
+
     /// Whether the platform's nodes run Windows.
     pub fn windows(&self) -> bool {
         platform_defaults(self.platform).windows
@@ -366,6 +422,12 @@ pub fn generate_explained(args: &InitArgs) -> Result<Generated, CommandError> {
 
 fn generate_with(args: &InitArgs, explain: bool) -> Result<Generated, CommandError> {
     let checked = args.check()?;
+    if args.registries_skeleton {
+        return Ok(Generated {
+            text: skeleton::skeleton(args)?,
+            stderr: Vec::new(),
+        });
+    }
     let doc = args.document(&checked);
     let text = match args.format {
         DocFormat::Yaml => yaml::to_yaml(&doc, &args.header(&doc)),

@@ -216,6 +216,11 @@ mod imp {
         if args.no_config && args.init.drop_in() {
             return usage("--no-config writes no config: it cannot go with --drop-in");
         }
+        if args.init.registries_skeleton() {
+            return usage(
+                "--registries-skeleton prints a file to edit, not one to install: run it with init",
+            );
+        }
         let generated = if args.no_config {
             None
         } else {

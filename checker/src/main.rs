@@ -2,7 +2,8 @@
 //! plugins exactly as the kubelet would, explaining every failure the kubelet hides.
 //!
 //! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules, and
-//!   the `args` of this project's providers checked against their command lines; with
+//!   the `args` of this project's providers checked against their command lines (and
+//!   oidc-credential-provider's registries file against its rules); with
 //!   `--kubelet-version X.Y [--feature-gates ...]` (also on `run`), as that kubelet has them.
 //! - `match --config PATH IMAGE`: which providers the kubelet runs for an image, and why not.
 //! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
@@ -23,6 +24,7 @@ mod doctor;
 mod explain;
 mod init;
 mod install;
+mod oidc_file;
 mod report;
 mod run;
 mod sha256;
@@ -257,7 +259,8 @@ fn load_valid(
             return Err(NO);
         }
     };
-    let v = validate::validate_for(&config, bin_dir, kubelet);
+    let mut v = validate::validate_for(&config, bin_dir, kubelet);
+    oidc_file::check(&config, &mut v);
     if !quiet_when_valid || !v.ok() {
         emit(
             format,

@@ -218,6 +218,7 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
                 GKE_IDENTITY,
             ]),
         ),
+        ("oidc.yaml", cat(&[&["--provider", "oidc"], OIDC])),
         (
             "kubeadm.yaml",
             cat(&[&["--provider", "ecr,acr,gcr,static"], STRICT, STATIC]),
@@ -424,6 +425,167 @@ providers:
 }
 
 /// Quotes, backslashes and `$` survive the trip through YAML; the drop-in names its directory.
+/// oidc: tokenAttributes without --service-account, its options in the entry, the registries
+/// file beside the kubelet config (EKS: the service-account config, which nodeadm leaves alone).
+#[test]
+fn exact_yaml_for_oidc() {
+    assert_eq!(
+        init_ok(&[
+            "--provider",
+            "oidc",
+            "--platform",
+            "eks",
+            "--match-images",
+            "oidc=quay.io,*.jfrog.io",
+            "--oidc-audience",
+            "registry.acme.internal",
+            "--oidc-cache-type",
+            "ServiceAccount",
+            "--oidc-required-annotation",
+            "example.com/registry-role",
+            "--oidc-optional-annotation",
+            "quay.io/federated-robot-account",
+        ]),
+        r#"# Kubelet flags:
+#   --image-credential-provider-config=/etc/eks/image-credential-provider/config-service-account.yaml
+#   --image-credential-provider-bin-dir=/etc/eks/image-credential-provider
+# Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience.
+apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: oidc-credential-provider
+    matchImages:
+      - "quay.io"
+      - "*.jfrog.io"
+    defaultCacheDuration: "5m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "--config=/etc/eks/image-credential-provider/oidc-registries.yaml"
+    tokenAttributes:
+      serviceAccountTokenAudience: "registry.acme.internal"
+      cacheType: ServiceAccount
+      requireServiceAccount: true
+      requiredServiceAccountAnnotationKeys:
+        - "example.com/registry-role"
+      optionalServiceAccountAnnotationKeys:
+        - "quay.io/federated-robot-account"
+"#
+    );
+}
+
+/// Each platform keeps the registries file beside its kubelet config; --oidc-config wins.
+#[test]
+fn oidc_registries_file_per_platform() {
+    for (platform, file) in [
+        ("generic", "/etc/kubernetes/oidc-registries.yaml"),
+        ("kind", "/etc/kubernetes/oidc-registries.yaml"),
+        (
+            "eks",
+            "/etc/eks/image-credential-provider/oidc-registries.yaml",
+        ),
+        ("aks", "/var/lib/kubelet/oidc-registries.yaml"),
+        ("gke", "/etc/srv/kubernetes/oidc-registries.yaml"),
+        (
+            "k3s",
+            "/var/lib/rancher/credentialprovider/oidc-registries.yaml",
+        ),
+        (
+            "rke2",
+            "/var/lib/rancher/credentialprovider/oidc-registries.yaml",
+        ),
+        ("aks-windows", r"C:\k\oidc-registries.yaml"),
+        ("eks-windows", r"C:\k\oidc-registries.yaml"),
+    ] {
+        let text = init_ok(&[&["--provider", "oidc", "--platform", platform], OIDC].concat());
+        // YAML double quotes: a Windows path's backslashes are escaped.
+        let want = format!(
+            "    args:\n      - \"--config={}\"\n",
+            file.replace('\\', "\\\\")
+        );
+        assert!(text.contains(&want), "{platform}: {text}");
+    }
+    let text = init_ok(
+        &[
+            &["--provider", "oidc", "--oidc-config", "/srv/r.json"],
+            OIDC,
+        ]
+        .concat(),
+    );
+    assert!(
+        text.contains("      - \"--config=/srv/r.json\"\n"),
+        "{text}"
+    );
+}
+
+/// The skeleton: one entry per host, every protocol commented out, naming the file it is for;
+/// it needs no audience, and the unedited skeleton is refused by validate (pick a protocol).
+#[test]
+fn registries_skeleton_lists_every_protocol_per_host() {
+    let text = init_ok(&[
+        "--provider",
+        "oidc",
+        "--match-images",
+        "oidc=quay.io,cgr.dev",
+        "--registries-skeleton",
+    ]);
+    let block = r#"    # --- the service-account token itself is the password
+    # protocol: passthrough
+    # username: "jwt"
+    # --- OAuth 2.0 token exchange (RFC 8693), e.g. Keycloak
+    # protocol: token-exchange
+    # endpoint: "https://sso.example.com/realms/REALM/protocol/openid-connect/token"
+    # username: "oauth2"
+    # # audience: "registry"
+    # # scope: ""
+    # # clientId: ""
+    # # clientSecretFile: "/etc/kubernetes/oidc-client-secret"
+    # --- JFrog Artifactory OIDC integration (endpoint default: https://<host>)
+    # protocol: jfrog
+    # providerName: "INTEGRATION"
+    # # projectKey: ""
+    # --- Quay robot account federation (default: the robot account named by the ServiceAccount annotation quay.io/federated-robot-account)
+    # protocol: quay-robot
+    # # robotAccount: "ORG+ROBOT"
+    # --- Cloudsmith OIDC service account
+    # protocol: cloudsmith
+    # organization: "ORG"
+    # serviceSlug: "SERVICE"
+    # --- Chainguard assumable identity
+    # protocol: chainguard
+    # identity: "IDENTITY-ID"
+"#;
+    assert_eq!(
+        text,
+        format!(
+            "# Registries file for oidc-credential-provider: save it as /etc/kubernetes/oidc-registries.yaml (its --config).\n# In each entry keep ONE protocol block, uncomment it and fill in its values\n# (docs/providers/oidc.md); then check it: credential-provider-check validate.\nregistries:\n  - host: \"quay.io\"\n{block}  - host: \"cgr.dev\"\n{block}"
+        )
+    );
+    // Unedited, it is refused where it is checked.
+    let dir = TempDir::new("init-skeleton");
+    let registries = dir.path().join("registries.yaml");
+    std::fs::write(&registries, &text).unwrap();
+    let config = dir.path().join("config.yaml");
+    let entry = init_ok(&[
+        "--provider",
+        "oidc",
+        "--match-images",
+        "oidc=quay.io,cgr.dev",
+        "--oidc-audience",
+        "quay.io",
+        "--oidc-config",
+        registries.to_str().unwrap(),
+    ]);
+    std::fs::write(&config, entry).unwrap();
+    let run = common::validate(&config);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let errors = common::messages(&run.json(), "argumentErrors");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("registries[0] (host \"quay.io\"): missing field \"protocol\""),
+        "{errors:?}"
+    );
+}
+
 #[test]
 fn exact_yaml_for_a_static_drop_in() {
     let text = init_ok(&[
@@ -480,7 +642,13 @@ const PLATFORMS: [&str; 9] = [
     "aks-windows",
     "eks-windows",
 ];
-const PROVIDERS: [&str; 4] = ["ecr", "acr", "gcr", "static"];
+const PROVIDERS: [&str; 5] = ["ecr", "acr", "gcr", "static", "oidc"];
+const OIDC: &[&str] = &[
+    "--match-images",
+    "oidc=registry.acme.internal,harbor.acme.internal",
+    "--oidc-audience",
+    "registry.acme.internal",
+];
 
 /// The options a provider needs besides `--provider` (gcr's identity only in service-account mode).
 fn needs(provider: &str, platform: &str, sa: bool) -> Vec<&'static str> {
@@ -489,13 +657,15 @@ fn needs(provider: &str, platform: &str, sa: bool) -> Vec<&'static str> {
         "gcr" if sa => WIF.to_vec(),
         "static" if platform.ends_with("-windows") => STATIC_WINDOWS.to_vec(),
         "static" => STATIC.to_vec(),
+        "oidc" => OIDC.to_vec(),
         _ => Vec::new(),
     }
 }
 
-/// Every provider alone and all four together, on every platform, with and without service
+/// Every provider alone and all five together, on every platform, with and without service
 /// accounts, as YAML and as JSON: the kubelet reads the same providers from both, accepts them
-/// with no warning, and only the three providers with per-pod identities carry tokenAttributes.
+/// with no warning, the three providers with optional per-pod identities carry tokenAttributes
+/// in service-account mode, and oidc always (it has nothing else to trade).
 #[test]
 fn every_provider_platform_and_mode_validates_clean() {
     let dir = TempDir::new("init-matrix");
@@ -541,6 +711,17 @@ fn every_provider_platform_and_mode_validates_clean() {
                     .collect();
                 assert_eq!(names, want, "{what}");
                 for p in &config.providers {
+                    if p.name == "oidc-credential-provider" {
+                        let t = p.token_attributes.as_ref().unwrap();
+                        assert_eq!(t.audience, "registry.acme.internal", "{what}");
+                        assert_eq!(t.cache_type, "Token", "{what}");
+                        assert_eq!(t.require_service_account, Some(true), "{what}");
+                        assert!(
+                            t.required_keys.is_empty() && t.optional_keys.is_empty(),
+                            "{what}"
+                        );
+                        continue;
+                    }
                     let token = sa && p.name != "static-credential-provider";
                     assert_eq!(p.token_attributes.is_some(), token, "{what}: {}", p.name);
                     if let Some(t) = &p.token_attributes {
@@ -556,7 +737,7 @@ fn every_provider_platform_and_mode_validates_clean() {
             }
         }
     }
-    assert_eq!(checked, PLATFORMS.len() * 2 * 5);
+    assert_eq!(checked, PLATFORMS.len() * 2 * 6);
 }
 
 /// Each platform's paths, in the flags on top of the YAML.
@@ -954,7 +1135,7 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
         (&[], "--provider"),
         (
             &["--provider", "quay"],
-            "invalid value 'quay' for '--provider <PROVIDER>' [possible values: ecr, acr, gcr, static]",
+            "invalid value 'quay' for '--provider <PROVIDER>' [possible values: ecr, acr, gcr, static, oidc]",
         ),
         (
             &["--provider", "ecr", "--platform", "openshift"],
@@ -1059,6 +1240,48 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "v1beta1",
             ],
             "--service-account needs --api-version v1 (tokenAttributes exist only in v1)",
+        ),
+        (
+            &["--provider", "oidc", "--oidc-audience", "a"],
+            "oidc needs --match-images oidc=HOSTS: the registry hosts of its registries file (there is no default)",
+        ),
+        (
+            &["--provider", "oidc", "--match-images", "oidc=quay.io"],
+            "oidc needs --oidc-audience AUD: the service-account token audience its registries (or token endpoint) expect",
+        ),
+        (
+            &[
+                "--provider",
+                "oidc",
+                "--match-images",
+                "oidc=quay.io",
+                "--oidc-audience",
+                "a",
+                "--api-version",
+                "v1beta1",
+            ],
+            "oidc needs --api-version v1: it trades the pod's service-account token, and tokenAttributes exist only in v1",
+        ),
+        (
+            &[
+                "--provider",
+                "oidc",
+                "--match-images",
+                "oidc=quay.io",
+                "--oidc-audience",
+                "a",
+                "--oidc-config",
+                "registries.yaml",
+            ],
+            "--oidc-config must be an absolute path, got \"registries.yaml\"",
+        ),
+        (
+            &["--provider", "ecr", "--oidc-audience", "a"],
+            "--oidc-* options and --registries-skeleton apply only to --provider oidc",
+        ),
+        (
+            &["--provider", "ecr", "--registries-skeleton"],
+            "--oidc-* options and --registries-skeleton apply only to --provider oidc",
         ),
         (
             &["--provider", "ecr", "--cache-duration", "1d"],

@@ -753,6 +753,18 @@ fn usage_errors_are_one_line_and_touch_nothing() {
             ),
         ),
         (
+            &[
+                "--providers",
+                "oidc",
+                "--match-images",
+                "oidc=quay.io",
+                "--registries-skeleton",
+            ][..],
+            format!(
+                "{checker}--registries-skeleton prints a file to edit, not one to install: run it with init"
+            ),
+        ),
+        (
             &["--providers", "ecr,quay"][..],
             format!("{checker}invalid value 'quay' for '--provider <PROVIDER>'"),
         ),
@@ -966,6 +978,49 @@ fn the_config_is_what_init_prints_for_the_same_options() {
             "{}restart the kubelet to load the new config: systemctl restart kubelet on the node\n",
             init.stderr
         )),
+        "{}",
+        out.stdout
+    );
+}
+
+/// oidc installs like the others: its binary, init's entry (tokenAttributes, the registries file
+/// in args), and the report names the registries file the operator still has to write.
+#[test]
+fn oidc_installs_its_binary_and_entry() {
+    if kcp_testkit::skip_on_windows(
+        "oidc_installs_its_binary_and_entry",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
+    let dir = node_root("install-oidc");
+    let root = dir.path();
+    let options = [
+        "--match-images",
+        "oidc=registry.acme.internal",
+        "--oidc-audience",
+        "registry.acme.internal",
+    ];
+    let out = install(root, &[&["--providers", "oidc"][..], &options[..]].concat());
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let bin = root.join(BIN_DIR).join("oidc-credential-provider");
+    assert_eq!(
+        std::fs::read(&bin).unwrap(),
+        std::fs::read(target_bin_dir().join("oidc-credential-provider")).unwrap()
+    );
+    assert_eq!(mode(&bin), 0o755);
+    let written = std::fs::read_to_string(root.join(CONFIG)).unwrap();
+    let body = written.split_once('\n').unwrap().1;
+    let init = check([&["init", "--provider", "oidc"][..], &options[..]].concat());
+    assert_eq!(body, init.stdout);
+    assert!(
+        out.stdout.contains(
+            "file read at run time: /etc/kubernetes/oidc-registries.yaml (oidc-credential-provider)\n"
+        ),
         "{}",
         out.stdout
     );

@@ -25,6 +25,7 @@ fn bin_dir(dir: &TempDir) -> PathBuf {
         "ecr-credential-provider",
         "gcr-credential-provider",
         "acr-credential-provider",
+        "oidc-credential-provider",
     ] {
         let name = common::exe(name);
         symlink(target.join(&name), bin.join(&name)).unwrap();
@@ -157,4 +158,74 @@ providers:
         "quay.io/org/app",
     ]);
     assert_eq!(run.code, 1, "{}", run.stdout);
+}
+
+/// oidc end to end: the entry `init` prints, a passthrough registries file, and the pod's token
+/// (the only thing passthrough sends, so no fake is needed): the kubelet would get the token as
+/// the password, shown redacted.
+#[test]
+fn runs_oidc_from_inits_entry_with_the_pods_token() {
+    let dir = TempDir::new("check-oidc");
+    let bin = bin_dir(&dir);
+    let registries = dir.path().join("registries.yaml");
+    std::fs::write(
+        &registries,
+        "registries:\n  - host: harbor.acme.internal\n    protocol: passthrough\n    username: jwt\n",
+    )
+    .unwrap();
+    let entry = check([
+        "init",
+        "--provider",
+        "oidc",
+        "--match-images",
+        "oidc=harbor.acme.internal",
+        "--oidc-audience",
+        "harbor.acme.internal",
+        "--oidc-config",
+        &registries.display().to_string(),
+    ]);
+    assert_eq!(entry.code, 0, "{}", entry.stderr);
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, &entry.stdout).unwrap();
+    let token = kcp_testkit::cache::service_account_token(
+        "harbor.acme.internal",
+        "team-a",
+        "puller",
+        "uid-1",
+        "pod-1",
+    );
+    let token_file = dir.path().join("token");
+    std::fs::write(&token_file, &token).unwrap();
+    let run = check([
+        "run",
+        "--config",
+        &config.display().to_string(),
+        "--bin-dir",
+        &bin.display().to_string(),
+        "--sa-token",
+        &token_file.display().to_string(),
+        "harbor.acme.internal/library/app:1.0",
+    ]);
+    usable(&run);
+    assert!(run.stdout.contains("username \"jwt\""), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains(&token) && !run.stderr.contains(&token),
+        "the token is never shown"
+    );
+    // Without a token the kubelet does not run it at all (requireServiceAccount: true).
+    let run = check([
+        "run",
+        "--config",
+        &config.display().to_string(),
+        "--bin-dir",
+        &bin.display().to_string(),
+        "harbor.acme.internal/library/app:1.0",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("not run: requireServiceAccount is true"),
+        "{}",
+        run.stdout
+    );
 }

@@ -23,6 +23,7 @@ enum Family {
     Acr,
     Gcr,
     Static,
+    Oidc,
 }
 
 const ECR_IMAGES: &[&str] = &[
@@ -58,6 +59,11 @@ const GCR_IMAGES: &[&str] = &[
 
 const STATIC_IMAGES: &[&str] = &["registry.example.com/team/app:1.0"];
 
+const OIDC_IMAGES: &[&str] = &[
+    "registry.acme.internal/team/app:1.0",
+    "harbor.acme.internal/library/app",
+];
+
 /// No ready config may run a plugin for these.
 const NOBODY: &[&str] = &[
     "nginx:1.27",
@@ -69,6 +75,7 @@ const NOBODY: &[&str] = &[
     "myregistry.azurecr.io.evil.example/app",
     "a.b.gcr.io/app",
     "mcr.microsoft.com/oss/nginx/nginx",
+    "registry.acme.internal.evil.example/app",
 ];
 
 fn images(family: Family) -> &'static [&'static str] {
@@ -77,6 +84,7 @@ fn images(family: Family) -> &'static [&'static str] {
         Family::Acr => ACR_IMAGES,
         Family::Gcr => GCR_IMAGES,
         Family::Static => STATIC_IMAGES,
+        Family::Oidc => OIDC_IMAGES,
     }
 }
 
@@ -92,6 +100,7 @@ const ECR: &str = "ecr-credential-provider";
 const ACR: &str = "acr-credential-provider";
 const GCR: &str = "gcr-credential-provider";
 const STATIC: &str = "static-credential-provider";
+const OIDC: &str = "oidc-credential-provider";
 
 const READY: &[Ready] = &[
     Ready {
@@ -184,6 +193,11 @@ const READY: &[Ready] = &[
     Ready {
         file: "gke-workload-identity.yaml",
         providers: &[(GCR, Family::Gcr, true)],
+        extra: &[],
+    },
+    Ready {
+        file: "oidc.yaml",
+        providers: &[(OIDC, Family::Oidc, true)],
         extra: &[],
     },
     Ready {
@@ -312,14 +326,32 @@ fn ready_configs_validate_clean_against_our_binaries() {
                 "{name}: every ready config speaks v1"
             );
         }
-        // The only note is the feature-gate reminder, once per service-account provider.
+        // The only notes are the feature-gate reminder, once per service-account provider, and
+        // that oidc's registries file (a node path) is not on this machine.
         let sa = ready.providers.iter().filter(|(_, _, sa)| *sa).count();
+        let oidc = ready
+            .providers
+            .iter()
+            .filter(|(n, _, _)| *n == OIDC)
+            .count();
         let notes = messages(&report, "notes");
-        assert_eq!(notes.len(), sa, "{name}: {notes:?}");
-        assert!(
+        assert_eq!(notes.len(), sa + oidc, "{name}: {notes:?}");
+        assert_eq!(
             notes
                 .iter()
-                .all(|n| n.contains("KubeletServiceAccountTokenForCredentialProviders")),
+                .filter(|n| n.contains("KubeletServiceAccountTokenForCredentialProviders"))
+                .count(),
+            sa,
+            "{name}: {notes:?}"
+        );
+        assert_eq!(
+            notes
+                .iter()
+                .filter(|n| n.starts_with(
+                    "registries file /etc/kubernetes/oidc-registries.yaml is not on this machine"
+                ))
+                .count(),
+            oidc,
             "{name}: {notes:?}"
         );
     }
@@ -327,9 +359,16 @@ fn ready_configs_validate_clean_against_our_binaries() {
 
 #[test]
 fn ready_configs_match_what_they_should_and_nothing_else() {
-    let all: Vec<&str> = [ECR_IMAGES, ACR_IMAGES, GCR_IMAGES, STATIC_IMAGES, NOBODY]
-        .concat()
-        .to_vec();
+    let all: Vec<&str> = [
+        ECR_IMAGES,
+        ACR_IMAGES,
+        GCR_IMAGES,
+        STATIC_IMAGES,
+        OIDC_IMAGES,
+        NOBODY,
+    ]
+    .concat()
+    .to_vec();
     for ready in READY {
         let path = configs_dir().join(ready.file);
         for image in &all {

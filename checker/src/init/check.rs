@@ -222,6 +222,8 @@ impl InitArgs {
             return usage("--ecr-* options apply only to --provider ecr");
         }
 
+        self.check_oidc(windows)?;
+
         let platform = platform_defaults(self.platform);
         if self.drop_in {
             if let Some(why) = platform.no_drop_in {
@@ -242,6 +244,51 @@ impl InitArgs {
             ecr_mirrors,
             identity_bindings,
         })
+    }
+
+    /// The `--oidc-*` options: oidc always has tokenAttributes, so the same rules as
+    /// `--service-account` (v1 only), plus its audience and its registries, which have no default.
+    fn check_oidc(&self, windows: bool) -> Result<(), CommandError> {
+        if !self.selected(ProviderKind::Oidc) {
+            if self.oidc_audience.is_some()
+                || self.oidc_config.is_some()
+                || self.oidc_cache_type.is_some()
+                || !self.oidc_required_annotation.is_empty()
+                || !self.oidc_optional_annotation.is_empty()
+                || self.registries_skeleton
+            {
+                return usage(
+                    "--oidc-* options and --registries-skeleton apply only to --provider oidc",
+                );
+            }
+            return Ok(());
+        }
+        if !self
+            .match_images
+            .iter()
+            .any(|(p, _)| *p == ProviderKind::Oidc)
+        {
+            return usage(
+                "oidc needs --match-images oidc=HOSTS: the registry hosts of its registries file (there is no default)",
+            );
+        }
+        if let Some(path) = &self.oidc_config {
+            absolute("--oidc-config", path, windows)?;
+        }
+        if self.registries_skeleton {
+            return Ok(());
+        }
+        if self.api_version != ApiVersion::V1 {
+            return usage(
+                "oidc needs --api-version v1: it trades the pod's service-account token, and tokenAttributes exist only in v1",
+            );
+        }
+        if self.oidc_audience.as_deref().is_none_or(str::is_empty) {
+            return usage(
+                "oidc needs --oidc-audience AUD: the service-account token audience its registries (or token endpoint) expect",
+            );
+        }
+        Ok(())
     }
 
     /// The `--acr-ib-*` options, checked as the provider checks its `--ib-*` flags (so a config

@@ -21,6 +21,8 @@ pub(super) struct PlatformDefaults {
     pub(super) no_drop_in: Option<&'static str>,
     /// Where the two flags are set on this platform (one line).
     pub(super) flags_home: &'static str,
+    /// oidc's registries file (its `--config`), beside the platform's kubelet config.
+    pub(super) oidc_registries: &'static str,
     /// Windows nodes: paths are `C:\...`, binaries `<name>.exe`.
     pub(super) windows: bool,
 }
@@ -33,10 +35,13 @@ pub(super) const GENERIC_BIN: &str =
     "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
 pub(super) const GENERIC_CONFIG: &str = "/etc/kubernetes/credential-provider-config.yaml";
 pub(super) const GENERIC_DROP_IN: &str = "/etc/kubernetes/credential-providers.d";
+pub(super) const GENERIC_OIDC: &str = "/etc/kubernetes/oidc-registries.yaml";
+pub(super) const RANCHER_OIDC: &str = "/var/lib/rancher/credentialprovider/oidc-registries.yaml";
 /// Windows nodes: no upstream default for our binaries, so ours, beside the kubelet's own files
 /// under `C:\k` (where AKS keeps `azure.json`).
 pub(super) const WINDOWS_BIN: &str = r"C:\k\credential-provider";
 pub(super) const WINDOWS_CONFIG: &str = r"C:\k\credential-provider-config.yaml";
+pub(super) const WINDOWS_OIDC: &str = r"C:\k\oidc-registries.yaml";
 pub(super) const WINDOWS_FLAGS: &str = "add both flags to the kubelet's arguments where the node starts it (its Windows service or start-up script), then Restart-Service kubelet; the kubelet runs <name>.exe from the bin dir, so the config names each provider without .exe";
 pub(super) const AKS_WINDOWS: PlatformDefaults = windows_platform("aks-windows");
 pub(super) const EKS_WINDOWS: PlatformDefaults = windows_platform("eks-windows");
@@ -51,6 +56,7 @@ pub(super) const fn windows_platform(name: &'static str) -> PlatformDefaults {
         drop_in_dir: None,
         no_drop_in: None,
         flags_home: WINDOWS_FLAGS,
+        oidc_registries: WINDOWS_OIDC,
         windows: true,
     }
 }
@@ -66,6 +72,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: Some(GENERIC_DROP_IN),
             no_drop_in: None,
             flags_home: KUBEADM_FLAGS,
+            oidc_registries: GENERIC_OIDC,
             windows: false,
         },
         Platform::Eks => &PlatformDefaults {
@@ -76,6 +83,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: None,
             no_drop_in: None,
             flags_home: "nodeadm sets both flags (config: /etc/eks/image-credential-provider/config.json, rewritten at every boot); for a config elsewhere add its --image-credential-provider-config to the NodeConfig's spec.kubelet.flags (appended after nodeadm's; the kubelet keeps the last)",
+            oidc_registries: "/etc/eks/image-credential-provider/oidc-registries.yaml",
             windows: false,
         },
         Platform::Aks => &PlatformDefaults {
@@ -86,6 +94,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: None,
             no_drop_in: None,
             flags_home: "AgentBaker sets both flags; node image upgrades reset the binary and the config, so install from a privileged DaemonSet or your node bootstrap, then restart the kubelet",
+            oidc_registries: "/var/lib/kubelet/oidc-registries.yaml",
             windows: false,
         },
         Platform::Gke => &PlatformDefaults {
@@ -96,6 +105,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: None,
             no_drop_in: None,
             flags_home: "GKE sets both flags and rewrites the config when it recreates a node: apply it from a privileged DaemonSet or a node image, then restart the kubelet",
+            oidc_registries: "/etc/srv/kubernetes/oidc-registries.yaml",
             windows: false,
         },
         Platform::K3s => &PlatformDefaults {
@@ -106,6 +116,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: None,
             no_drop_in: Some(RANCHER_NO_DROP_IN),
             flags_home: "k3s sets both flags itself when the bin directory exists and config.yaml is a regular file: restart k3s (or k3s-agent)",
+            oidc_registries: RANCHER_OIDC,
             windows: false,
         },
         Platform::Rke2 => &PlatformDefaults {
@@ -116,6 +127,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: None,
             no_drop_in: Some(RANCHER_NO_DROP_IN),
             flags_home: "RKE2 sets both flags itself when the bin directory exists and config.yaml is a regular file: restart rke2-server (or rke2-agent)",
+            oidc_registries: RANCHER_OIDC,
             windows: false,
         },
         Platform::Kind => &PlatformDefaults {
@@ -126,6 +138,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             drop_in_dir: Some(GENERIC_DROP_IN),
             no_drop_in: None,
             flags_home: "mount the binaries and the config into every node (extraMounts) and pass both flags in kubeadmConfigPatches (nodeRegistration.kubeletExtraArgs of InitConfiguration and JoinConfiguration); kind nodes have no cloud identity, so give each provider credentials (e.g. --env ecr=AWS_SHARED_CREDENTIALS_FILE=..., --arg gcr=--json-key=...)",
+            oidc_registries: GENERIC_OIDC,
             windows: false,
         },
         Platform::AksWindows => &AKS_WINDOWS,
@@ -140,6 +153,8 @@ pub(super) enum ImagesDefault {
     Fixed(&'static [&'static str]),
     /// `--static-registry`.
     StaticRegistry,
+    /// None: `--match-images P=LIST` is required.
+    Given,
 }
 
 /// One default argument.
@@ -157,6 +172,8 @@ pub(super) enum ArgDefault {
     StaticPasswordFile,
     /// gcr's service-account identity flags (only with `--service-account`).
     GcrIdentity,
+    /// `--config=` and oidc's registries file (`--oidc-config`, else the platform's).
+    OidcConfig,
 }
 
 /// Where a provider's service-account token audience comes from.
@@ -166,6 +183,8 @@ pub(super) enum AudienceDefault {
     Fixed(&'static str),
     /// From the `--gcr-*` identity options.
     GcrIdentity,
+    /// `--oidc-audience`.
+    OidcAudience,
 }
 
 /// `tokenAttributes` in service-account mode.
@@ -173,9 +192,10 @@ pub(super) enum AudienceDefault {
 pub(super) struct TokenDefaults {
     pub(super) audience: AudienceDefault,
     /// `ServiceAccount`: the registry token depends only on the ServiceAccount, and outlives the
-    /// pod's token.
+    /// pod's token. (oidc: `--oidc-cache-type`.)
     pub(super) cache_type: &'static str,
     /// `false`: pods that did not opt in, and static pods, keep pulling with the node's identity.
+    /// `true` (oidc): a pod without a token has nothing to trade, so the kubelet skips the plugin.
     pub(super) require_service_account: bool,
     pub(super) optional_keys: &'static [&'static str],
 }
@@ -305,6 +325,20 @@ pub(super) const STATIC: ProviderDefaults = ProviderDefaults {
     token: None,
 };
 
+/// oidc: every exchange trades the pod's token, so tokenAttributes always; no default images
+/// (the registries are the operator's); the annotation keys come from the options.
+pub(super) const OIDC: ProviderDefaults = ProviderDefaults {
+    match_images: ImagesDefault::Given,
+    cache_duration: "5m",
+    args: &[ArgDefault::OidcConfig],
+    token: Some(TokenDefaults {
+        audience: AudienceDefault::OidcAudience,
+        cache_type: "Token",
+        require_service_account: true,
+        optional_keys: &[],
+    }),
+};
+
 /// The provider x platform table.
 pub(super) fn provider_defaults(
     provider: ProviderKind,
@@ -317,6 +351,7 @@ pub(super) fn provider_defaults(
         (ProviderKind::Acr, _) => &ACR,
         (ProviderKind::Gcr, _) => &GCR,
         (ProviderKind::Static, _) => &STATIC,
+        (ProviderKind::Oidc, _) => &OIDC,
     }
 }
 
@@ -336,9 +371,14 @@ mod tests {
             }
             // Every default path is absolute in the platform's own spelling.
             let p = platform_defaults(*platform);
-            for path in [p.bin_dir, p.config, p.config_service_account]
-                .into_iter()
-                .chain(p.drop_in_dir)
+            for path in [
+                p.bin_dir,
+                p.config,
+                p.config_service_account,
+                p.oidc_registries,
+            ]
+            .into_iter()
+            .chain(p.drop_in_dir)
             {
                 assert!(
                     absolute("path", path, p.windows).is_ok(),

@@ -47,13 +47,17 @@ pub(super) struct EnvVar {
     pub(super) value: String,
 }
 
-/// `tokenAttributes` as written (no required keys: every default is opt-in per ServiceAccount).
+/// `tokenAttributes` as written (required keys only from `--oidc-required-annotation`: every
+/// other default is opt-in per ServiceAccount).
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct TokenAttrs {
     pub(super) service_account_token_audience: String,
     pub(super) cache_type: &'static str,
     pub(super) require_service_account: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(super) required_service_account_annotation_keys: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) optional_service_account_annotation_keys: Vec<String>,
 }
 
@@ -71,6 +75,8 @@ impl InitArgs {
                         images.iter().map(|s| (*s).to_owned()).collect()
                     }
                     ImagesDefault::StaticRegistry => checked.static_registry.clone(),
+                    // check() insists on --match-images for it.
+                    ImagesDefault::Given => Vec::new(),
                 };
                 if let Some((_, list)) = self.match_images.iter().rev().find(|(q, _)| *q == p) {
                     match_images = split_commas(list);
@@ -99,6 +105,9 @@ impl InitArgs {
                             if let Some(gcr) = &checked.gcr {
                                 args.extend(gcr.args.iter().cloned());
                             }
+                        }
+                        ArgDefault::OidcConfig => {
+                            args.push(format!("--config={}", self.oidc_registries_file()));
                         }
                     }
                 }
@@ -161,8 +170,10 @@ impl InitArgs {
                     }
                     other => other.as_ref(),
                 };
+                // oidc has nothing to trade without the pod's token: always in token mode.
+                let token_mode = self.service_account || p == ProviderKind::Oidc;
                 let token_attributes = match token {
-                    Some(t) if self.service_account => Some(TokenAttrs {
+                    Some(t) if token_mode => Some(TokenAttrs {
                         service_account_token_audience: match t.audience {
                             AudienceDefault::Fixed(a) => a.to_owned(),
                             AudienceDefault::GcrIdentity => checked
@@ -170,15 +181,28 @@ impl InitArgs {
                                 .as_ref()
                                 .map(|g| g.audience.clone())
                                 .unwrap_or_default(),
+                            AudienceDefault::OidcAudience => {
+                                self.oidc_audience.clone().unwrap_or_default()
+                            }
                         },
-                        cache_type: t.cache_type,
+                        cache_type: match self.oidc_cache_type {
+                            Some(c) if p == ProviderKind::Oidc => c.name(),
+                            _ => t.cache_type,
+                        },
                         require_service_account: t.require_service_account,
+                        required_service_account_annotation_keys: if p == ProviderKind::Oidc {
+                            self.oidc_required_annotation.clone()
+                        } else {
+                            Vec::new()
+                        },
                         // ecr's own keys replace the default one: a cluster that reserves it
                         // must not have it forwarded either.
                         optional_service_account_annotation_keys: if p == ProviderKind::Ecr
                             && !self.ecr_role_annotation_key.is_empty()
                         {
                             self.ecr_role_annotation_key.clone()
+                        } else if p == ProviderKind::Oidc {
+                            self.oidc_optional_annotation.clone()
                         } else {
                             t.optional_keys.iter().map(|k| (*k).to_owned()).collect()
                         },
@@ -204,6 +228,13 @@ impl InitArgs {
             kind: config::CONFIG_KIND,
             providers,
         }
+    }
+
+    /// oidc's registries file on the node: `--oidc-config`, else the platform's.
+    pub(super) fn oidc_registries_file(&self) -> String {
+        self.oidc_config
+            .clone()
+            .unwrap_or_else(|| platform_defaults(self.platform).oidc_registries.to_owned())
     }
 
     /// The lines written as YAML comments on top (and first with `--explain`): the kubelet flags.
@@ -264,7 +295,7 @@ impl InitArgs {
 }
 
 /// Files a provider reads when a request arrives (not at kubelet start): acr's azure.json (and
-/// the cluster CA with identity bindings), static's password file.
+/// the cluster CA with identity bindings), static's password file, oidc's registries file.
 pub(super) fn runtime_files(doc: &Document) -> Vec<(String, &'static str)> {
     let mut files = Vec::new();
     for p in &doc.providers {
@@ -285,6 +316,12 @@ pub(super) fn runtime_files(doc: &Document) -> Vec<(String, &'static str)> {
                         "/etc/kubernetes/certs/ca.crt"
                     });
                 files.push((ca.to_owned(), p.name));
+            }
+        } else if p.name == ProviderKind::Oidc.binary() {
+            for a in &p.args {
+                if let Some(path) = a.strip_prefix("--config=") {
+                    files.push((path.to_owned(), p.name));
+                }
             }
         } else if p.name == ProviderKind::Static.binary() {
             for a in &p.args {

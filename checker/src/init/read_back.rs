@@ -36,7 +36,7 @@ fn expected_providers(doc: &Document, source: &Path) -> Result<Vec<Provider>, Co
                     audience: t.service_account_token_audience.clone(),
                     cache_type: t.cache_type.to_owned(),
                     require_service_account: Some(t.require_service_account),
-                    required_keys: Vec::new(),
+                    required_keys: t.required_service_account_annotation_keys.clone(),
                     optional_keys: t.optional_service_account_annotation_keys.clone(),
                 }),
                 source: source.to_path_buf(),

@@ -91,12 +91,21 @@ pub(super) fn to_yaml(doc: &Document, header: &[String]) -> String {
                 "      requireServiceAccount: {}\n",
                 t.require_service_account
             ));
-            out.push_str("      optionalServiceAccountAnnotationKeys:\n");
-            yaml_list(
-                &mut out,
-                "        ",
-                &t.optional_service_account_annotation_keys,
-            );
+            for (field, keys) in [
+                (
+                    "requiredServiceAccountAnnotationKeys",
+                    &t.required_service_account_annotation_keys,
+                ),
+                (
+                    "optionalServiceAccountAnnotationKeys",
+                    &t.optional_service_account_annotation_keys,
+                ),
+            ] {
+                if !keys.is_empty() {
+                    out.push_str(&format!("      {field}:\n"));
+                    yaml_list(&mut out, "        ", keys);
+                }
+            }
         }
     }
     out

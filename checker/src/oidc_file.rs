@@ -1,0 +1,54 @@
+//! `validate` and `run`: `oidc-credential-provider`'s registries file (its `--config`, or the
+//! `OIDC_CREDENTIAL_PROVIDER_CONFIG` entry of `env`), read and checked with the provider's own
+//! rules (`kcp_oidc_registries`). A file the provider refuses makes it exit 2 on every exec, so
+//! its problems are argument errors; a file that is not on this machine is a note, as `validate`
+//! often runs away from the node.
+
+use std::path::Path;
+
+use kcp_kubelet_emulation::config::Config;
+use kcp_kubelet_emulation::validate::{Finding, Validation};
+use kcp_oidc_registries::Registries;
+
+use crate::doctor::provider_setting;
+
+/// The provider's `--config` environment variable (providers/oidc/src/main.rs).
+const CONFIG_ENV: &str = "OIDC_CREDENTIAL_PROVIDER_CONFIG";
+
+/// Adds the findings about each oidc entry's registries file to `v`.
+pub fn check(config: &Config, v: &mut Validation) {
+    for p in &config.providers {
+        let is_oidc = kcp_kubelet::flags::for_binary(&p.name)
+            .is_some_and(|f| f.binary == kcp_kubelet::flags::OIDC.binary);
+        if !is_oidc {
+            continue;
+        }
+        let finding = |message: String| Finding {
+            provider: Some(p.name.clone()),
+            message,
+        };
+        let Some(file) = provider_setting(p, "config", CONFIG_ENV).filter(|f| !f.is_empty()) else {
+            v.arguments.push(finding(format!(
+                "args: no --config: name the registries file (--config=FILE, or env {CONFIG_ENV}); {} exits 2 on every exec without it",
+                p.name
+            )));
+            continue;
+        };
+        match std::fs::metadata(Path::new(&file)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                v.notes.push(finding(format!(
+                    "registries file {file} is not on this machine, so it was not checked: run validate where the kubelet runs (without it {} exits 2 on every exec)",
+                    p.name
+                )));
+                continue;
+            }
+            _ => {}
+        }
+        if let Err(e) = Registries::load(Path::new(&file)) {
+            v.arguments.push(finding(format!(
+                "{e}; {} refuses it and exits 2 on every exec",
+                p.name
+            )));
+        }
+    }
+}
