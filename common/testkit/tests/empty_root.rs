@@ -33,11 +33,12 @@ use kcp_testkit::proxy::ConnectProxy;
 use kcp_testkit::tls::{TestCa, TlsFakeServer};
 use kcp_testkit::{Plugin, TempDir, unix_now};
 
-const BINARIES: [&str; 5] = [
+const BINARIES: [&str; 6] = [
     "ecr-credential-provider",
     "acr-credential-provider",
     "gcr-credential-provider",
     "static-credential-provider",
+    "oidc-credential-provider",
     "credential-provider-check",
 ];
 const ECR_IMAGE: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com/app";
@@ -492,4 +493,34 @@ fn release_binaries_work_in_an_empty_root() {
     ecr(&jail, &bin_dir);
     ecr_unreachable(&jail, &bin_dir);
     acr(&jail, &bin_dir);
+    oidc_passthrough(&jail, &bin_dir);
+}
+
+/// The oidc provider reading its registries file and the pod's token, no network: passthrough.
+fn oidc_passthrough(jail: &Jail, bin_dir: &Path) {
+    use base64::Engine as _;
+    let registries = "registries:\n  - host: harbor.acme.internal\n    protocol: passthrough\n    username: jwt\n";
+    let mut files = base_files();
+    files.push(("/registries.yaml", registries.as_bytes()));
+    let root = empty_root(bin_dir, "oidc-credential-provider", &files);
+    let b64 = |text: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+    let exp = unix_now() + 3600;
+    let token = format!(
+        "{}.{}.c2ln",
+        b64(r#"{"alg":"RS256"}"#),
+        b64(&format!(
+            r#"{{"aud":["harbor.acme.internal"],"exp":{exp}}}"#
+        ))
+    );
+    let out = jail
+        .plugin(root.path(), "oidc-credential-provider")
+        .args(["--config=/registries.yaml"])
+        .service_account_token(token.clone())
+        .request(ApiVersion::V1, "harbor.acme.internal/team/app");
+    assert_eq!(
+        out.accepted().auth,
+        BTreeMap::from([("harbor.acme.internal".to_owned(), ("jwt".to_owned(), token))]),
+        "stderr: {}",
+        out.stderr()
+    );
 }
