@@ -516,6 +516,8 @@ fn oidc_passthrough(jail: &Jail, bin_dir: &Path) {
         .plugin(root.path(), "oidc-credential-provider")
         .args(["--config=/registries.yaml"])
         .service_account_token(token.clone())
+        // As the kubelet allows an answer whose password is its own token: cacheType Token.
+        .cache_type_token(true)
         .request(ApiVersion::V1, "harbor.acme.internal/team/app");
     assert_eq!(
         out.accepted().auth,
