@@ -284,8 +284,15 @@ pub fn cache_duration(
     sa_expires_at: SystemTime,
     now: SystemTime,
 ) -> GoDuration {
+    // At most `MAX_LIFE` whatever the token says: a passthrough token minted for a year (or a
+    // test token valid until 2100) is still re-read twice a day.
+    let longest = now + crate::answer::MAX_LIFE;
     let bounded = CachePolicy::RemainingMinus(CACHE_MARGIN).cache_duration(
-        Some(expires_at.map_or(sa_expires_at, |t| t.min(sa_expires_at))),
+        Some(
+            expires_at
+                .map_or(sa_expires_at, |t| t.min(sa_expires_at))
+                .min(longest),
+        ),
         now,
     );
     match expires_at {
@@ -316,6 +323,16 @@ mod tests {
         // Over or nearly over: not cached.
         assert_eq!(d(Some(now + 200)), "0s");
         assert_eq!(d(Some(now - 10)), "0s");
+        // A long-lived service-account token (passthrough's life) is capped at 12 h.
+        assert_eq!(
+            cache_duration(
+                Some(at(now + 86_400 * 365)),
+                at(now + 86_400 * 365),
+                at(now)
+            )
+            .to_string(),
+            "11h55m0s"
+        );
         // The short default is still bounded by the service-account token.
         assert_eq!(
             cache_duration(None, at(now + 400), at(now)).to_string(),
