@@ -288,18 +288,15 @@ fn protocol_of(map: Map<String, Value>) -> Result<Protocol, String> {
     }
     serde_json::from_value(Value::Object(map)).map_err(|e| {
         // serde quotes a field name raw, line breaks included; the message stays one line.
-        e.to_string()
-            .replace('`', "\"")
-            .chars()
-            .flat_map(|c| {
-                let escaped: Vec<char> = if c.is_control() {
-                    c.escape_default().collect()
-                } else {
-                    vec![c]
-                };
-                escaped
-            })
-            .collect()
+        let mut message = String::new();
+        for c in e.to_string().replace('`', "\"").chars() {
+            if c.is_control() {
+                message.extend(c.escape_default());
+            } else {
+                message.push(c);
+            }
+        }
+        message
     })
 }
 
