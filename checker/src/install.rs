@@ -23,7 +23,6 @@ mod stage;
 #[cfg(unix)]
 mod write;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -473,37 +472,4 @@ mod imp {
         }
         Ok(())
     }
-}
-
-/// `wait`: the DaemonSet's main container once `install` (its init container) is done. The image
-/// has no shell and no `sleep`; as PID 1 a process ignores SIGTERM unless it handles it, so the
-/// handler exits at once instead of waiting out the pod's grace period.
-#[cfg(unix)]
-pub fn wait_for_termination() -> Result<u8, String> {
-    extern "C" fn leave(_: libc::c_int) {
-        // SAFETY: _exit is async-signal-safe.
-        unsafe { libc::_exit(0) }
-    }
-    let handler = leave as extern "C" fn(libc::c_int) as libc::sighandler_t;
-    for signal in [libc::SIGTERM, libc::SIGINT] {
-        // SAFETY: installs a handler that only calls an async-signal-safe function.
-        if unsafe { libc::signal(signal, handler) } == libc::SIG_ERR {
-            return Err("wait: cannot handle SIGTERM".to_owned());
-        }
-    }
-    // Say so once the handlers are in place: a caller that waits for this line never races them.
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "waiting for SIGTERM");
-    let _ = stdout.flush();
-    drop(stdout);
-    loop {
-        // SAFETY: pause has no preconditions; it returns only after a handled signal.
-        unsafe { libc::pause() };
-    }
-}
-
-/// `wait` on Windows: not used there (the DaemonSets are Linux only).
-#[cfg(not(unix))]
-pub fn wait_for_termination() -> Result<u8, String> {
-    Err("wait runs in the Linux DaemonSet only".to_owned())
 }

@@ -28,6 +28,7 @@ mod oidc_file;
 mod report;
 mod run;
 mod sha256;
+mod wait;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -108,8 +109,9 @@ enum Command {
     /// Install the providers and init's config on a node whose root filesystem is mounted at
     /// --host-root (atomic, idempotent, never replacing files this project did not write).
     Install(Box<install::InstallArgs>),
-    /// Wait for SIGTERM, then exit 0: the DaemonSet's main container after the install.
-    Wait,
+    /// Wait for SIGTERM, then exit 0: the DaemonSet's main container after the install; in fleet
+    /// mode it copies the token controller's published tokens into the host's token cache meanwhile.
+    Wait(wait::WaitArgs),
     /// Find the running kubelet (under --host-root) and say what its next pull will do.
     Doctor(Box<doctor::DoctorArgs>),
 }
@@ -295,7 +297,7 @@ fn execute(cli: &Cli) -> Result<u8, String> {
             }
             finish("install", install::run(args))
         }
-        Command::Wait => install::wait_for_termination(),
+        Command::Wait(args) => wait::run(&args),
         Command::Doctor(args) => {
             let d = doctor::diagnose(args)?;
             emit(

@@ -12,8 +12,8 @@
 //! would turn one line into several in the kubelet's log. This is an allow-list, not a list of
 //! noisy crates to silence: a new dependency stays quiet without anyone noticing it. "Ours" is a
 //! naming rule rather than a list of names, so a new provider cannot lose its own warnings by
-//! being left out of one: a crate is ours when its name starts with `kcp_` or ends with
-//! `_credential_provider`. A unit test reads the workspace manifest and fails for any crate that
+//! being left out of one: a crate is ours when its name starts with `kcp_` or
+//! `credential_provider_`, or ends with `_credential_provider`. A unit test reads the workspace manifest and fails for any crate that
 //! logs through this module and does not follow the rule.
 //!
 //! **Bodies.** Even at `--v=6` nothing prints a request or response body: the crates that log
@@ -91,10 +91,13 @@ impl FromStr for Verbosity {
 }
 
 /// Whether events of the crate `krate` (the first segment of an event's target) are this
-/// project's own: `kcp_*` (kcp-kubelet, kcp-plugin, the test kit) and `*_credential_provider`
-/// (every provider, its library and its binary). See the module documentation.
+/// project's own: `kcp_*` (kcp-kubelet, kcp-plugin, the test kit), `*_credential_provider`
+/// (every provider, its library and its binary) and `credential_provider_*` (the checker and the
+/// fleet token controller). See the module documentation.
 pub fn is_ours(krate: &str) -> bool {
-    krate.starts_with("kcp_") || krate.ends_with("_credential_provider")
+    krate.starts_with("kcp_")
+        || krate.ends_with("_credential_provider")
+        || krate.starts_with("credential_provider_")
 }
 
 /// Dependencies that log whole request and response bodies (tokens included) at TRACE. They
@@ -419,7 +422,7 @@ mod tests {
                         assert!(
                             is_ours(&krate),
                             "{member}: crate {krate} would lose its own log lines: name it \
-                             kcp-* or *-credential-provider (common/plugin/src/logging.rs)"
+                             kcp-*, *-credential-provider or credential-provider-* (common/plugin/src/logging.rs)"
                         );
                         checked.push(krate);
                     }

@@ -16,7 +16,7 @@ use kcp_kubelet::duration::GoDuration;
 use crate::deadline::{DEADLINE_ENV, DEFAULT_DEADLINE};
 use crate::logging::Verbosity;
 use crate::metrics::{self, MetricsFile};
-use crate::token_cache::{self, TokenCache};
+use crate::token_cache::{self, SharedIdentity, TokenCache};
 
 /// Flags shared by every provider.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -45,6 +45,12 @@ pub struct CommonArgs {
     /// CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR).
     #[arg(long, value_name = "DIR", global = true)]
     pub token_cache_dir: Option<PathBuf>,
+
+    /// Fleet mode: this node shares its cloud identity with the nodes named NAME, so registry
+    /// tokens published for NAME by the token controller answer its requests; turns the cache on
+    /// (also CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY) [default: off].
+    #[arg(long, value_name = "NAME", global = true)]
+    pub token_cache_shared_identity: Option<String>,
 
     /// Lower cacheDuration by a random 0..PERCENT %, so nodes that started together do not all
     /// refresh together; 0 turns it off (also CREDENTIAL_PROVIDER_CACHE_JITTER) [default: 10].
@@ -158,10 +164,28 @@ fn token_cache(args: &CommonArgs, jitter: u8) -> Result<Option<TokenCache>, Stri
         .token_cache_dir
         .clone()
         .or_else(|| env_text(token_cache::DIR_ENV).map(PathBuf::from));
-    let on = on.unwrap_or(dir.is_some());
+    let shared = match args
+        .token_cache_shared_identity
+        .as_deref()
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned)
+        .or_else(|| env_text(token_cache::SHARED_IDENTITY_ENV))
+    {
+        Some(name) => Some(SharedIdentity::parse(&name)?),
+        None => None,
+    };
+    if shared.is_some() && on == Some(false) {
+        return Err(
+            "a shared identity (--token-cache-shared-identity) needs the token cache, which is turned off"
+                .into(),
+        );
+    }
+    let on = on.unwrap_or(dir.is_some() || shared.is_some());
     Ok(on.then(|| {
         TokenCache::new(dir.unwrap_or_else(|| PathBuf::from(token_cache::DEFAULT_DIR)))
             .with_refresh_jitter(jitter)
+            .with_shared_identity(shared)
     }))
 }
 
@@ -221,6 +245,22 @@ mod tests {
             parse(&["get-credentials"]).rest,
             vec!["get-credentials".to_owned()]
         );
+    }
+
+    #[test]
+    fn a_shared_identity_turns_the_cache_on_and_is_checked() {
+        let resolve = |args: &[&str]| Settings::resolve(&parse(args).common);
+        let s = resolve(&["--token-cache-shared-identity=nodes"]).unwrap();
+        let cache = s.token_cache.unwrap();
+        assert_eq!(cache.shared_identity().map(|s| s.name()), Some("nodes"));
+        assert_eq!(cache.dir(), std::path::Path::new(token_cache::DEFAULT_DIR));
+        let err = resolve(&["--token-cache-shared-identity=Nodes"]).unwrap_err();
+        assert!(err.contains("\"Nodes\" is not a name"), "{err}");
+        let err =
+            resolve(&["--token-cache=false", "--token-cache-shared-identity=nodes"]).unwrap_err();
+        assert!(err.contains("needs the token cache"), "{err}");
+        let s = resolve(&["--token-cache-dir=/tmp/x"]).unwrap();
+        assert!(s.token_cache.unwrap().shared_identity().is_none());
     }
 
     #[test]

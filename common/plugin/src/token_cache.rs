@@ -45,6 +45,9 @@ use kcp_kubelet::secret::Secret;
 #[cfg_attr(unix, path = "token_cache/unix.rs")]
 #[cfg_attr(windows, path = "token_cache/windows.rs")]
 pub(crate) mod files;
+mod shared;
+
+pub use shared::{Adopted, SharedIdentity, SyncReport, sync_from_dir};
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
 pub const DEFAULT_DIR: &str = if cfg!(windows) {
@@ -56,6 +59,10 @@ pub const DEFAULT_DIR: &str = if cfg!(windows) {
 pub const ENABLE_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE";
 /// Environment variable naming the cache directory (turns the cache on).
 pub const DIR_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR";
+/// Environment variable naming the node's shared identity (fleet mode; turns the cache on).
+pub const SHARED_IDENTITY_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY";
+/// The part of a key's canonical text that names its shared identity.
+const SHARED_PART: &str = "shared-identity";
 /// An entry is served only while at least this much of its life is left.
 pub const DEFAULT_MARGIN: Duration = Duration::from_secs(5 * 60);
 /// Entries are a few hundred bytes; anything much larger was not written by us.
@@ -137,6 +144,13 @@ pub struct CacheKey {
     canonical: String,
     /// Length-prefixed identity parts; only their hash leaves this type.
     identity: Vec<u8>,
+    /// Length-prefixed parts that say who the node itself is (its cloud credentials); a
+    /// [`SharedIdentity`] stands in for them. Empty: the key is not the node's own identity.
+    node: Vec<u8>,
+    /// Set by [`Self::service_account`]: a pod's identity, never shared between nodes.
+    pod: bool,
+    /// Set by [`Self::shared_as`]: the shared identity's name, kept readable in the entry.
+    shared: Option<String>,
 }
 
 impl CacheKey {
@@ -145,6 +159,9 @@ impl CacheKey {
         CacheKey {
             canonical: format!("provider={}", escape(provider)),
             identity: lp(provider),
+            node: Vec::new(),
+            pod: false,
+            shared: None,
         }
     }
 
@@ -167,8 +184,40 @@ impl CacheKey {
     pub fn identity_env(self, names: &[&str]) -> Self {
         names.iter().fold(self, |key, name| {
             let value = std::env::var(name).ok();
-            key.identity(name, value.as_deref().unwrap_or("\u{0}unset"))
+            key.identity(name, env_value(value.as_deref()))
         })
+    }
+
+    /// Adds a part saying who the node itself is (its ambient cloud credentials). Unlike
+    /// [`Self::identity`], a node in fleet mode replaces these parts with its
+    /// [`SharedIdentity`], so nodes that share one cloud identity share the entry.
+    pub fn node_identity(mut self, name: &str, value: &str) -> Self {
+        self.node.extend(lp(name));
+        self.node.extend(lp(value));
+        self
+    }
+
+    /// [`Self::node_identity`] for each environment variable in `names` (set or not).
+    pub fn node_identity_env(self, names: &[&str]) -> Self {
+        names.iter().fold(self, |key, name| {
+            let value = std::env::var(name).ok();
+            key.node_identity(name, env_value(value.as_deref()))
+        })
+    }
+
+    /// This key as a node of `shared` computes it: the node's own identity parts replaced by the
+    /// shared identity's name, the scope and every other part kept (an assumed role stays part
+    /// of who the token is for). `None` when the key is not for the node's own identity: a
+    /// pod's service account, or a provider that names no node identity parts.
+    pub fn shared_as(&self, shared: &SharedIdentity) -> Option<CacheKey> {
+        if self.pod || self.node.is_empty() {
+            return None;
+        }
+        let mut key = self.clone();
+        key.node = lp("shared-identity");
+        key.node.extend(lp(shared.name()));
+        key.shared = Some(shared.name().to_owned());
+        Some(key)
     }
 
     /// Adds the service account a pod's token was minted for (namespace, name, UID and the
@@ -188,7 +237,8 @@ impl CacheKey {
     }
 
     /// [`Self::service_account`] with the claims already read.
-    fn with_claims(self, claims: &ServiceAccountClaims) -> Self {
+    fn with_claims(mut self, claims: &ServiceAccountClaims) -> Self {
+        self.pod = true;
         let key = self
             .identity("sa.namespace", &claims.namespace)
             .identity("sa.name", &claims.name)
@@ -201,19 +251,31 @@ impl CacheKey {
 
     /// The text stored in the entry and compared on read: scope in clear, identity hashed.
     pub fn canonical(&self) -> String {
-        let digest = ring::digest::digest(&ring::digest::SHA256, &self.identity);
+        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+        context.update(&self.identity);
+        context.update(&self.node);
+        let shared = self
+            .shared
+            .as_deref()
+            .map(|name| format!(";{SHARED_PART}={}", escape(name)))
+            .unwrap_or_default();
         format!(
-            "{};identity=sha256:{}",
+            "{}{shared};identity=sha256:{}",
             self.canonical,
-            kcp_kubelet::hex::encode(digest.as_ref())
+            kcp_kubelet::hex::encode(context.finish().as_ref())
         )
     }
 
     /// The entry's file name stem: a hash of the canonical text.
     fn file_stem(&self) -> String {
-        let digest = ring::digest::digest(&ring::digest::SHA256, self.canonical().as_bytes());
-        kcp_kubelet::hex::encode(&digest.as_ref()[..16])
+        stem_of(&self.canonical())
     }
+}
+
+/// The file name stem of the entry whose key's canonical text is `canonical`.
+fn stem_of(canonical: &str) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes());
+    kcp_kubelet::hex::encode(&digest.as_ref()[..16])
 }
 
 /// How a run's credential was obtained, for logs and tests.
@@ -225,14 +287,15 @@ pub enum Source {
     Upstream,
 }
 
-/// The on-disk cache: a directory, the margin an entry must have left to be served, and how far
-/// before that entries refresh at random.
+/// The on-disk cache: a directory, the margin an entry must have left to be served, how far
+/// before that entries refresh at random, and the shared identity the node belongs to (fleet mode).
 #[derive(Debug, Clone)]
 pub struct TokenCache {
     dir: PathBuf,
     margin: Duration,
     jitter_percent: u8,
     owner: files::Owner,
+    shared: Option<SharedIdentity>,
 }
 
 impl TokenCache {
@@ -244,6 +307,29 @@ impl TokenCache {
             margin: DEFAULT_MARGIN,
             jitter_percent: 0,
             owner,
+            shared: None,
+        }
+    }
+
+    /// Fleet mode: keys for the node's own identity use `shared` instead (see
+    /// [`CacheKey::shared_as`]), so the entries the token controller publishes, copied here by
+    /// `credential-provider-check wait`, answer this node's requests. Keys of a pod's identity
+    /// are unchanged.
+    pub fn with_shared_identity(mut self, shared: Option<SharedIdentity>) -> Self {
+        self.shared = shared;
+        self
+    }
+
+    /// The shared identity this node belongs to, when in fleet mode.
+    pub fn shared_identity(&self) -> Option<&SharedIdentity> {
+        self.shared.as_ref()
+    }
+
+    /// The key this cache stores `key` under: the shared one in fleet mode, else `key`.
+    fn effective<'k>(&self, key: &'k CacheKey) -> std::borrow::Cow<'k, CacheKey> {
+        match self.shared.as_ref().and_then(|s| key.shared_as(s)) {
+            Some(shared) => std::borrow::Cow::Owned(shared),
+            None => std::borrow::Cow::Borrowed(key),
         }
     }
 
@@ -267,7 +353,7 @@ impl TokenCache {
 
     /// The entry for `key`, when one is valid now.
     pub fn get(&self, key: &CacheKey) -> Option<RegistryToken> {
-        let hit = self.read(key, SystemTime::now());
+        let hit = self.read(&self.effective(key), SystemTime::now());
         if let Some(token) = &hit {
             crate::metrics::note_token(Source::Cache, token.expires_at);
         }
@@ -283,7 +369,9 @@ impl TokenCache {
         deadline: Deadline,
         fetch: impl AsyncFnOnce() -> Result<RegistryToken, E>,
     ) -> Result<(RegistryToken, Source), E> {
-        if let Some(hit) = self.get(key) {
+        let key = &*self.effective(key);
+        if let Some(hit) = self.read(key, SystemTime::now()) {
+            crate::metrics::note_token(Source::Cache, hit.expires_at);
             return Ok((hit, Source::Cache));
         }
         let lock = match self.prepare_dir() {
@@ -294,8 +382,9 @@ impl TokenCache {
             }
         };
         if lock.is_some()
-            && let Some(hit) = self.get(key)
+            && let Some(hit) = self.read(key, SystemTime::now())
         {
+            crate::metrics::note_token(Source::Cache, hit.expires_at);
             tracing::debug!("token cache: filled by a concurrent exec");
             return Ok((hit, Source::Cache));
         }
@@ -694,6 +783,11 @@ fn temporary_name(path: &Path) -> PathBuf {
         std::process::id(),
         fastrand::u32(..)
     ))
+}
+
+/// How an environment variable's value enters a key: unset differs from every value.
+fn env_value(value: Option<&str>) -> &str {
+    value.unwrap_or("\u{0}unset")
 }
 
 /// Length-prefixed bytes, so `("ab","c")` and `("a","bc")` hash differently.

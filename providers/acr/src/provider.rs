@@ -364,9 +364,9 @@ fn cache_key(
         .scope("login-server", login_server)
         .scope("cloud", &cloud.name)
         .scope("scope", scope)
-        .identity("identity", &identity.describe())
-        .identity("config", config_path)
-        .identity_env(ENDPOINT_ENV);
+        .identity_env(ENDPOINT_ENV)
+        .node_identity("identity", &identity.describe())
+        .node_identity("config", config_path);
     match identity {
         Identity::ServiceAccount { token, .. } | Identity::IdentityBinding { token, .. } => {
             key.service_account(token)

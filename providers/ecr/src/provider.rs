@@ -532,9 +532,9 @@ fn cache_key(
         (Principal::NodeAssumes(role), _) => Some(
             key.identity("assume-role", &role.arn)
                 .identity("external-id", external_id.unwrap_or_default())
-                .identity_env(NODE_IDENTITY_ENV),
+                .node_identity_env(NODE_IDENTITY_ENV),
         ),
-        _ => Some(key.identity_env(NODE_IDENTITY_ENV)),
+        _ => Some(key.node_identity_env(NODE_IDENTITY_ENV)),
     }
 }
 
