@@ -297,7 +297,7 @@ fn execute(cli: &Cli) -> Result<u8, String> {
             }
             finish("install", install::run(args))
         }
-        Command::Wait(args) => wait::run(&args),
+        Command::Wait(args) => wait::run(args),
         Command::Doctor(args) => {
             let d = doctor::diagnose(args)?;
             emit(
