@@ -140,6 +140,12 @@ impl InitArgs {
                         }
                     }
                 }
+                // Fleet mode: only the providers whose node-identity tokens a fleet shares.
+                if let Some(name) = &self.token_cache_shared_identity
+                    && matches!(p, ProviderKind::Ecr | ProviderKind::Acr)
+                {
+                    args.push(format!("--token-cache-shared-identity={name}"));
+                }
                 args.extend(
                     self.args
                         .iter()
