@@ -148,6 +148,7 @@ pub const COMMON: &[Flag] = &[
     Flag::long("deadline", Kind::Value),
     Flag::long("token-cache", Kind::Bool),
     Flag::long("token-cache-dir", Kind::Value),
+    Flag::long("token-cache-shared-identity", Kind::Value),
     Flag::long("cache-jitter", Kind::Value),
     Flag::long("metrics-file", Kind::Value),
     Flag::both("help", 'h', Kind::Exit),
