@@ -1019,6 +1019,20 @@ fn shared_identity_goes_to_ecr_and_acr_only() {
             ("gcr-credential-provider", vec!["get-credentials"]),
         ]
     );
+    let explained = init(&[
+        "--provider",
+        "ecr,acr,gcr",
+        "--token-cache-shared-identity",
+        "nodes",
+        "--explain",
+    ]);
+    assert_eq!(explained.code, 0, "{}", explained.stderr);
+    assert!(
+        explained.stderr.lines().any(|l| l
+            == "fleet mode: ecr-credential-provider, acr-credential-provider use the shared identity nodes: the fleet DaemonSet's wait copies the token controller's entries into their token cache; without them they fetch on their own (docs/install.md, Fleet mode)"),
+        "{}",
+        explained.stderr
+    );
 }
 
 /// ecr with EKS Pod Identity: the provider's flag in args and the audience EKS Auth accepts, on
