@@ -1569,11 +1569,20 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "--token-cache-shared-identity",
                 "Nodes",
             ],
-            "--token-cache-shared-identity must be 1-63 lowercase letters, digits or '-', got \"Nodes\"",
+            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"Nodes\"",
         ),
         (
             &["--provider", "ecr", "--token-cache-shared-identity", ""],
-            "--token-cache-shared-identity must be 1-63 lowercase letters, digits or '-', got \"\"",
+            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"\"",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--token-cache-shared-identity",
+                "nodes-",
+            ],
+            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"nodes-\"",
         ),
     ];
     for (args, why) in cases {

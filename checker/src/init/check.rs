@@ -299,13 +299,18 @@ impl InitArgs {
         let Some(name) = &self.token_cache_shared_identity else {
             return Ok(());
         };
+        // The providers' own rule (kcp-plugin's shared identity), so a printed config never
+        // fails at a provider's start.
+        let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
         let valid = (1..=63).contains(&name.len())
             && name
                 .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && edge(name.as_bytes().first())
+            && edge(name.as_bytes().last());
         if !valid {
             return usage(format!(
-                "--token-cache-shared-identity must be 1-63 lowercase letters, digits or '-', got {name:?}"
+                "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got {name:?}"
             ));
         }
         if !providers
