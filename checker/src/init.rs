@@ -270,6 +270,11 @@ pub struct InitArgs {
     /// quay.io/federated-robot-account (repeatable).
     #[arg(long, value_name = "KEY", value_parser = one_line("--oidc-optional-annotation"))]
     oidc_optional_annotation: Vec<String>,
+    /// Fleet mode: the nodes' shared identity NAME (the token controller's `sharedIdentity`);
+    /// appends --token-cache-shared-identity=NAME to ecr's and acr's args, the only providers
+    /// whose node-identity tokens a fleet can share.
+    #[arg(long, value_name = "NAME", value_parser = one_line("--token-cache-shared-identity"))]
+    token_cache_shared_identity: Option<String>,
     /// oidc: print a registries file skeleton (one entry per --match-images oidc= host, every
     /// protocol commented out) instead of the config.
     #[arg(long)]
@@ -386,6 +391,11 @@ impl InitArgs {
     /// Whether `--registries-skeleton` asks for oidc's registries file instead of the config.
     pub fn registries_skeleton(&self) -> bool {
         self.registries_skeleton
+    }
+
+    /// The fleet's shared identity (`--token-cache-shared-identity`), when given.
+    pub fn shared_identity(&self) -> Option<&str> {
+        self.token_cache_shared_identity.as_deref()
     }
 
     /// Whether the platform's nodes run Windows.

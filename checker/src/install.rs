@@ -215,6 +215,11 @@ mod imp {
         if args.no_config && args.init.drop_in() {
             return usage("--no-config writes no config: it cannot go with --drop-in");
         }
+        if (args.binaries_only || args.no_config) && args.init.shared_identity().is_some() {
+            return usage(
+                "--token-cache-shared-identity goes into the config, which --binaries-only and --no-config leave alone: give the kubelet CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY in its environment instead (docs/install.md, Fleet mode)",
+            );
+        }
         if args.init.registries_skeleton() {
             return usage(
                 "--registries-skeleton prints a file to edit, not one to install: run it with init",

@@ -2,7 +2,8 @@
 //! `scripts/render-deploy` writes from `credential-provider-check init`, and every rendered
 //! manifest validates: against the Kubernetes schemas (kubernetes-validate, from scripts/setup-venv),
 //! structurally (the hostPath mounts are exactly the platform's paths), and `kubectl kustomize` of
-//! each overlay equals its rendered file. Without kubernetes-validate or kubectl the rest still
+//! each overlay equals its rendered file; the fleet-mode overlays (issue #30) hold the token
+//! controller with exactly its narrow RBAC. Without kubernetes-validate or kubectl the rest still
 //! runs and the missing check is recorded as a skip (a failure under `KCP_REQUIRE_ALL=1`).
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -53,6 +54,74 @@ fn deploy_is_rendered_from_init_and_validates() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Fleet mode (issue #30): one `<platform>-fleet` overlay and rendered file per platform with ECR
+/// or ACR, none for GKE (its metadata server is node-local), each with the controller's whole
+/// RBAC (get and update on its one Secret and one Lease, by name), two controller replicas and
+/// the Secret mounted optionally, so nodes work before the controller does. render-deploy
+/// --check (above) proves these files are what the script writes and what kustomize builds.
+#[test]
+fn fleet_overlays_hold_the_controller_and_its_narrow_rbac() {
+    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let role = r#"kind: "Role"
+metadata:
+  name: "credential-provider-token-controller"
+  namespace: "kube-credential-providers"
+rules:
+  - apiGroups:
+      - ""
+    resources:
+      - "secrets"
+    resourceNames:
+      - "kubelet-credential-provider-tokens"
+    verbs:
+      - "get"
+      - "update"
+  - apiGroups:
+      - "coordination.k8s.io"
+    resources:
+      - "leases"
+    resourceNames:
+      - "kubelet-credential-provider-token-controller"
+    verbs:
+      - "get"
+      - "update"
+---
+"#;
+    let secret_volume = r#"
+        - name: "fleet-tokens"
+          secret:
+            secretName: "kubelet-credential-provider-tokens"
+            optional: true
+"#;
+    for platform in ["generic", "eks", "aks", "k3s", "rke2", "kind"] {
+        let path = deploy.join(format!("rendered/{platform}-fleet.yaml"));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert!(text.contains(role), "{platform}: the Role");
+        assert_eq!(text.matches("\nkind: \"Role\"\n").count(), 1, "{platform}");
+        assert_eq!(
+            text.matches("\n  - apiGroups:\n").count(),
+            2,
+            "{platform}: rules"
+        );
+        assert!(
+            text.contains(secret_volume),
+            "{platform}: the Secret volume"
+        );
+        assert!(text.contains("\n  replicas: 2\n"), "{platform}: replicas");
+        assert!(
+            deploy
+                .join(format!("overlays/{platform}-fleet/kustomization.yaml"))
+                .is_file(),
+            "{platform}"
+        );
+    }
+    assert!(!deploy.join("rendered/gke-fleet.yaml").exists());
+    assert!(!deploy.join("overlays/gke-fleet").exists());
+    let component = std::fs::read_to_string(deploy.join("fleet/kustomization.yaml")).unwrap();
+    assert!(component.contains("\nkind: \"Component\"\n"), "{component}");
 }
 
 /// Whether `program` is a file in a directory of `PATH`, where render-deploy looks for it.

@@ -839,6 +839,44 @@ fn no_config_installs_the_binaries_only() {
     }
 }
 
+/// Fleet mode (issue #30): `--token-cache-shared-identity` shapes the config exactly as `init`
+/// does; where install writes no config (`--binaries-only`, `--no-config`) it is refused, with
+/// nothing changed, naming the kubelet's environment instead.
+#[test]
+fn shared_identity_goes_into_the_config_it_writes() {
+    if skip("shared_identity_goes_into_the_config_it_writes") {
+        return;
+    }
+    let host = fake_host("fleet-shared-identity");
+    let root = host.path();
+    let fleet = ["--token-cache-shared-identity", "nodes"];
+    let before = snapshot(root);
+    for only in ["--binaries-only", "--no-config"] {
+        let run = install(root, "generic", &[&[only][..], &fleet].concat());
+        assert_eq!(
+            (run.code, run.stdout.as_str(), run.stderr.as_str()),
+            (
+                2,
+                "",
+                "credential-provider-check: --token-cache-shared-identity goes into the config, which --binaries-only and --no-config leave alone: give the kubelet CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY in its environment instead (docs/install.md, Fleet mode)\n"
+            ),
+            "{only}"
+        );
+        assert_eq!(snapshot(root), before, "{only}");
+    }
+    let run = install(root, "generic", &fleet);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let (text, _) = init("generic", &fleet);
+    assert!(
+        text.contains("\n      - \"--token-cache-shared-identity=nodes\"\n"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(under(root, GENERIC_CONFIG)).unwrap(),
+        expected_config(&text)
+    );
+}
+
 /// `--force`: a binary and a config this project did not write and a symlink
 /// in a binary's place are replaced, each kept as `<name>.previous` (a symlink as a symlink).
 #[test]

@@ -978,6 +978,63 @@ fn options_shape_the_entries() {
     );
 }
 
+/// Fleet mode (issue #30): the shared identity goes to ecr's and acr's args, last before `--arg`,
+/// and to no other provider (gcr's metadata server is node-local); the config still validates.
+#[test]
+fn shared_identity_goes_to_ecr_and_acr_only() {
+    let dir = TempDir::new("init-shared-identity");
+    let text = init_ok(&[
+        "--provider",
+        "ecr,acr,gcr",
+        "--token-cache-shared-identity",
+        "nodes",
+        "--arg",
+        "ecr=--strict-hosts",
+    ]);
+    let path = dir.path().join("c.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let providers = assert_clean(&path, "fleet config").providers;
+    let args: Vec<(&str, Vec<&str>)> = providers
+        .iter()
+        .map(|p| (p.name.as_str(), p.args.iter().map(String::as_str).collect()))
+        .collect();
+    assert_eq!(
+        args,
+        [
+            (
+                "ecr-credential-provider",
+                vec![
+                    "get-credentials",
+                    "--token-cache-shared-identity=nodes",
+                    "--strict-hosts"
+                ]
+            ),
+            (
+                "acr-credential-provider",
+                vec![
+                    "/etc/kubernetes/azure.json",
+                    "--token-cache-shared-identity=nodes"
+                ]
+            ),
+            ("gcr-credential-provider", vec!["get-credentials"]),
+        ]
+    );
+    let explained = init(&[
+        "--provider",
+        "ecr,acr,gcr",
+        "--token-cache-shared-identity",
+        "nodes",
+        "--explain",
+    ]);
+    assert_eq!(explained.code, 0, "{}", explained.stderr);
+    assert!(
+        explained.stderr.lines().any(|l| l
+            == "fleet mode: ecr-credential-provider, acr-credential-provider use the shared identity nodes: the fleet DaemonSet's wait copies the token controller's entries into their token cache; without them they fetch on their own (docs/install.md, Fleet mode)"),
+        "{}",
+        explained.stderr
+    );
+}
+
 /// ecr with EKS Pod Identity: the provider's flag in args and the audience EKS Auth accepts, on
 /// any platform; the role annotation stays forwarded (it still wins over the association).
 #[test]
@@ -1489,6 +1546,43 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
         (
             &["--provider", "ecr", "--output", "json"],
             "init prints a config, not a report: choose its format with --format json",
+        ),
+        (
+            &[
+                "--provider",
+                "gcr,static",
+                "--static-registry",
+                "r",
+                "--static-username",
+                "u",
+                "--static-password-file",
+                "/p",
+                "--token-cache-shared-identity",
+                "nodes",
+            ],
+            "--token-cache-shared-identity applies to ecr and acr only: gcr's metadata server is node-local, static and oidc fetch nothing with the node's identity",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--token-cache-shared-identity",
+                "Nodes",
+            ],
+            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"Nodes\"",
+        ),
+        (
+            &["--provider", "ecr", "--token-cache-shared-identity", ""],
+            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"\"",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--token-cache-shared-identity",
+                "nodes-",
+            ],
+            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"nodes-\"",
         ),
     ];
     for (args, why) in cases {

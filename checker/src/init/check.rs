@@ -223,6 +223,7 @@ impl InitArgs {
         }
 
         self.check_oidc(windows)?;
+        self.check_shared_identity(&providers)?;
 
         let platform = platform_defaults(self.platform);
         if self.drop_in {
@@ -286,6 +287,38 @@ impl InitArgs {
         if self.oidc_audience.as_deref().is_none_or(str::is_empty) {
             return usage(
                 "oidc needs --oidc-audience AUD: the service-account token audience its registries (or token endpoint) expect",
+            );
+        }
+        Ok(())
+    }
+
+    /// `--token-cache-shared-identity`: a name the providers put in a cache key and the
+    /// controller's config repeats, so a plain word; and only for the providers that fetch with
+    /// the node's own cloud identity, which a fleet shares.
+    fn check_shared_identity(&self, providers: &[ProviderKind]) -> Result<(), CommandError> {
+        let Some(name) = &self.token_cache_shared_identity else {
+            return Ok(());
+        };
+        // The providers' own rule (kcp-plugin's shared identity), so a printed config never
+        // fails at a provider's start.
+        let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        let valid = (1..=63).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+            && edge(name.as_bytes().first())
+            && edge(name.as_bytes().last());
+        if !valid {
+            return usage(format!(
+                "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got {name:?}"
+            ));
+        }
+        if !providers
+            .iter()
+            .any(|p| matches!(p, ProviderKind::Ecr | ProviderKind::Acr))
+        {
+            return usage(
+                "--token-cache-shared-identity applies to ecr and acr only: gcr's metadata server is node-local, static and oidc fetch nothing with the node's identity",
             );
         }
         Ok(())

@@ -140,6 +140,12 @@ impl InitArgs {
                         }
                     }
                 }
+                // Fleet mode: only the providers whose node-identity tokens a fleet shares.
+                if let Some(name) = &self.token_cache_shared_identity
+                    && matches!(p, ProviderKind::Ecr | ProviderKind::Acr)
+                {
+                    args.push(format!("--token-cache-shared-identity={name}"));
+                }
                 args.extend(
                     self.args
                         .iter()
@@ -283,6 +289,22 @@ impl InitArgs {
                     t.service_account_token_audience, p.name
                 ));
             }
+        }
+        if let Some(name) = &self.token_cache_shared_identity {
+            let names: Vec<&str> = doc
+                .providers
+                .iter()
+                .filter(|p| {
+                    p.args
+                        .iter()
+                        .any(|a| a.starts_with("--token-cache-shared-identity="))
+                })
+                .map(|p| p.name)
+                .collect();
+            lines.push(format!(
+                "fleet mode: {} use the shared identity {name}: the fleet DaemonSet's wait copies the token controller's entries into their token cache; without them they fetch on their own (docs/install.md, Fleet mode)",
+                names.join(", ")
+            ));
         }
         for (path, provider) in runtime_files(doc) {
             lines.push(format!("file read at run time: {path} ({provider})"));
