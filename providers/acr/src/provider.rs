@@ -339,7 +339,9 @@ fn binding_identity(
     })
 }
 
-/// Where Entra and managed-identity endpoints can be redirected: part of who a token is for.
+/// Where Entra and managed-identity endpoints can be redirected, and the workload-identity
+/// variables: part of who a token is for. All of it says how this node signs in to Entra, so a
+/// shared identity (fleet mode) stands in for it together with azure.json's identity.
 const ENDPOINT_ENV: &[&str] = &[
     "AZURE_AUTHORITY_HOST",
     "IDENTITY_ENDPOINT",
@@ -364,7 +366,7 @@ fn cache_key(
         .scope("login-server", login_server)
         .scope("cloud", &cloud.name)
         .scope("scope", scope)
-        .identity_env(ENDPOINT_ENV)
+        .node_identity_env(ENDPOINT_ENV)
         .node_identity("identity", &identity.describe())
         .node_identity("config", config_path);
     match identity {

@@ -121,6 +121,47 @@ fn login_servers_and_identities_get_their_own_entries() {
     }
 }
 
+/// Fleet mode: nodes that name one shared identity share the entry whatever their own identity
+/// (here a managed identity and a service principal); another shared identity does not.
+#[test]
+fn nodes_of_one_shared_identity_share_an_entry() {
+    let world = World::new();
+    let shared = |p: Plugin, name: &str| {
+        cached(&world, p).args([format!("--token-cache-shared-identity={name}")])
+    };
+    shared(world.mi_plugin(MI_CONFIG), "nodes")
+        .request(ApiVersion::V1, IMAGE)
+        .accepted();
+    assert_eq!(upstream_calls(&world).2, 1);
+    let out = shared(world.plugin(SP_CONFIG), "nodes").request(ApiVersion::V1, IMAGE);
+    assert_eq!(
+        out.accepted().auth["myreg.azurecr.io"],
+        (NULL_GUID.to_owned(), world.last_refresh())
+    );
+    assert_eq!(
+        upstream_calls(&world).2,
+        1,
+        "answered from the shared entry"
+    );
+    shared(world.plugin(SP_CONFIG), "team-b")
+        .request(ApiVersion::V1, IMAGE)
+        .accepted();
+    assert_eq!(
+        upstream_calls(&world).2,
+        2,
+        "another shared identity fetches"
+    );
+    let entries = cache_entries(&world.dir.path().join("cache"), 2);
+    assert!(
+        entries.iter().any(|e| e.json["key"]
+            .as_str()
+            .unwrap()
+            .contains(";shared-identity=nodes;identity=sha256:")),
+        "{:?}",
+        entries.iter().map(|e| &e.json["key"]).collect::<Vec<_>>()
+    );
+}
+
 #[test]
 fn pods_of_one_service_account_share_an_entry_without_their_token() {
     let world = World::new();
