@@ -32,6 +32,11 @@ pub struct WaitArgs {
     /// only entries published for it are copied.
     #[arg(long, value_name = "NAME", requires = "fleet_tokens")]
     pub token_cache_shared_identity: Option<String>,
+    /// Each copied entry is refreshed a random 0..PERCENT % of its life early, so nodes do not
+    /// all fetch on their own in the same minutes when the controller is down (as the providers'
+    /// --cache-jitter).
+    #[arg(long, value_name = "PERCENT", default_value_t = kcp_kubelet::cache_hint::DEFAULT_JITTER_PERCENT, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub cache_jitter: u8,
     /// How often to copy even when the Secret has not changed (a Go duration).
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub sync_interval: GoDuration,
@@ -65,8 +70,9 @@ pub fn run(args: &WaitArgs) -> Result<u8, String> {
         (Some(from), Some(dir), Some(name)) => {
             let shared = kcp_plugin::token_cache::SharedIdentity::parse(name)
                 .map_err(|e| format!("wait: --token-cache-shared-identity: {e}"))?;
-            let cache =
-                kcp_plugin::token_cache::TokenCache::new(dir).with_shared_identity(Some(shared));
+            let cache = kcp_plugin::token_cache::TokenCache::new(dir)
+                .with_refresh_jitter(args.cache_jitter)
+                .with_shared_identity(Some(shared));
             platform::wait(Some(Sync {
                 from: from.clone(),
                 cache,

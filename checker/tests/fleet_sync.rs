@@ -191,7 +191,32 @@ fn a_published_token_reaches_the_node_and_answers_without_an_ecr_call() {
     eventually("the published entry is in the node's cache", || {
         cache.join(&name).is_file()
     });
-    assert_eq!(std::fs::read(cache.join(&name)).unwrap(), bytes);
+    // The entry as published, but for a refresh point of this node's own (0..10 % of its life
+    // early, never later than the published one).
+    let copied: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(cache.join(&name)).unwrap()).unwrap();
+    let original: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    for field in [
+        "version",
+        "key",
+        "username",
+        "password",
+        "expiresAt",
+        "fetchedAt",
+    ] {
+        assert_eq!(copied[field], original[field], "{field}");
+    }
+    let (expires, published_refresh) = (
+        original["expiresAt"].as_i64().unwrap(),
+        original["refreshAt"].as_i64().unwrap(),
+    );
+    assert_eq!(published_refresh, expires - 300);
+    let life = expires - original["fetchedAt"].as_i64().unwrap();
+    let refresh = copied["refreshAt"].as_i64().unwrap();
+    assert!(
+        (expires - 300 - life / 10 - 1..=published_refresh).contains(&refresh),
+        "{refresh}"
+    );
     assert!(!cache.join(&other_name).exists());
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(cache.join(&name)).unwrap().permissions(),

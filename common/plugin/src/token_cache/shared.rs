@@ -16,7 +16,9 @@
 //! - it is well-formed, of the current layout, not written in the future, with at least the
 //!   cache's margin of life left;
 //! - it never replaces a local entry for the same key that lives as long or longer, and it is
-//!   written only while no exec holds that key's lock, atomically, with the cache's own modes.
+//!   written only while no exec holds that key's lock, atomically, with the cache's own modes;
+//! - it gets a refresh point of this node's own (the cache's jitter), so a fleet whose controller
+//!   is down does not fall back to its own fetches all in the same minutes.
 
 use std::fs;
 use std::path::Path;
@@ -142,6 +144,21 @@ fn read_published(path: &Path) -> Result<Vec<u8>, String> {
 }
 
 impl TokenCache {
+    /// `entry` with a refresh point of this node's own: a random 0..jitter % of its life before
+    /// the margin, never later than the published one. Every node copies the same entry, so
+    /// without this all of them would reach its refresh point, and fetch on their own if the
+    /// controller has not replaced it by then, in the same few minutes.
+    fn with_own_refresh_point(&self, mut entry: Entry) -> Entry {
+        let life = entry.expires_at.saturating_sub(entry.fetched_at).max(0);
+        let early = (life as f64 * f64::from(self.jitter_percent) / 100.0 * fastrand::f64()) as i64;
+        let own = entry
+            .expires_at
+            .saturating_sub(super::secs(self.margin))
+            .saturating_sub(early);
+        entry.refresh_at = entry.refresh_at.min(own);
+        entry
+    }
+
     /// Copies one published entry (`name`, `bytes`) into the cache when it passes every check
     /// (see the module's doc). The cache directory must already be prepared.
     pub fn adopt(&self, name: &str, bytes: &[u8], now: SystemTime) -> Adopted {
@@ -212,7 +229,11 @@ impl TokenCache {
         {
             return Adopted::LocalIsFresher;
         }
-        match files::write_atomic(&path, bytes, &self.owner) {
+        let bytes = match serde_json::to_vec(&self.with_own_refresh_point(incoming)) {
+            Ok(bytes) => bytes,
+            Err(e) => return Adopted::Refused(format!("writing it failed: {e}")),
+        };
+        match files::write_atomic(&path, &bytes, &self.owner) {
             Ok(()) => Adopted::Written,
             Err(e) => Adopted::Refused(format!("writing it failed: {e}")),
         }

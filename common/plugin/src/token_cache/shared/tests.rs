@@ -343,3 +343,39 @@ fn no_secret_volume_is_an_empty_round_and_no_shared_identity_an_error() {
             .contains("no shared identity")
     );
 }
+
+#[test]
+fn each_node_gets_its_own_refresh_point_never_later_than_the_published_one() {
+    let dir = Scratch::new();
+    let controller = cache(&dir.0.join("controller"), Some(nodes()));
+    let life = 12 * 3600;
+    let (name, bytes) = publish(&controller, &node_key("c"), "p", Duration::from_secs(life));
+    let published: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let expires = published["expiresAt"].as_i64().unwrap();
+    assert_eq!(published["refreshAt"].as_i64().unwrap(), expires - 300);
+    let mut points = std::collections::BTreeSet::new();
+    for n in 0..20 {
+        let node = cache(&dir.0.join(format!("node-{n}")), Some(nodes())).with_refresh_jitter(10);
+        node.prepare_dir().unwrap();
+        assert_eq!(
+            node.adopt(&name, &bytes, SystemTime::now()),
+            Adopted::Written
+        );
+        let copied: serde_json::Value =
+            serde_json::from_slice(&fs::read(node.dir().join(&name)).unwrap()).unwrap();
+        let refresh = copied["refreshAt"].as_i64().unwrap();
+        let earliest = expires - 300 - i64::try_from(life).unwrap() / 10 - 1;
+        assert!((earliest..=expires - 300).contains(&refresh), "{refresh}");
+        points.insert(refresh);
+    }
+    // Spread over an hour and more: twenty nodes do not share one point.
+    assert!(points.len() >= 15, "{points:?}");
+    // Without jitter the published entry is copied as it is.
+    let plain = cache(&dir.0.join("plain"), Some(nodes()));
+    plain.prepare_dir().unwrap();
+    assert_eq!(
+        plain.adopt(&name, &bytes, SystemTime::now()),
+        Adopted::Written
+    );
+    assert_eq!(fs::read(plain.dir().join(&name)).unwrap(), bytes);
+}
