@@ -122,6 +122,153 @@ class FleetSimTest(unittest.TestCase):
         self.assertEqual(bad.returncode, 2)
         self.assertIn("unknown scenario(s) scale-up+typo", bad.stderr)
 
+    # Fleet mode (+fleet): the token controller fetches once per registry and refreshes at a random
+    # 40..50 % of the token's life; nodes copy its entry and fall back to their own calls.
+
+    def test_fleet_with_the_controller_up_makes_one_call_per_registry_and_refresh(self):
+        nodes, registries, hours = 300, 2, 14
+        # A refresh every 0.4 to 0.5 token lives: exactly two within 14 h of 12-hour tokens.
+        refreshes = math.floor(hours * 3600 / (0.5 * TOKEN_LIFE))
+        self.assertEqual(refreshes, math.floor(hours * 3600 / (0.4 * TOKEN_LIFE)))
+        results = run(
+            f"--nodes={nodes}",
+            f"--registries={registries}",
+            f"--hours={hours}",
+            "--ramp=60",
+            # However late the Secret reaches a node, its entry has half a life left.
+            "--fleet-propagation=3600",
+            "--scenarios=scale-up+disk+jitter+fleet,rollout+disk+fleet,scale-up+disk+jitter",
+        )
+        # Joining nodes: the controller's first fetch and two refreshes per registry.
+        joined = results["scale-up+disk+jitter+fleet"]
+        self.assertEqual(joined["controller_calls"], registries * (1 + refreshes))
+        # A running fleet: the entry was fetched before the start, so its first refresh comes
+        # within half a life, and the next ones 0.4 to 0.5 lives apart.
+        running = results["rollout+disk+fleet"]
+        self.assertGreaterEqual(running["controller_calls"], registries * refreshes)
+        self.assertLessEqual(running["controller_calls"], registries * (1 + refreshes))
+        for name in ("scale-up+disk+jitter+fleet", "rollout+disk+fleet"):
+            r = results[name]
+            self.assertEqual(r["secret_writes"], r["controller_calls"], name)
+            self.assertEqual(r["node_fetches"], 0, name)
+            self.assertEqual(r["calls"], r["controller_calls"], name)
+            self.assertEqual((r["throttled"], r["failed_execs"]), (0, 0), name)
+            # The nodes still run the plugin; each run reads the copied entry.
+            self.assertGreater(r["execs"], nodes, name)
+        # Without fleet mode every node fetches for every registry.
+        self.assertGreaterEqual(results["scale-up+disk+jitter"]["calls"], nodes * registries)
+
+    def test_fleet_nodes_that_pull_before_their_sync_fall_back_once(self):
+        nodes, registries, hours = 400, 1, 14
+        refreshes = math.floor(hours * 3600 / (0.4 * TOKEN_LIFE))
+        for fraction in (0.25, 1):
+            r = run(
+                f"--nodes={nodes}",
+                f"--registries={registries}",
+                f"--hours={hours}",
+                "--ramp=60",
+                f"--fleet-pulls-before-sync={fraction}",
+                "--scenarios=scale-up+disk+jitter+fleet",
+            )["scale-up+disk+jitter+fleet"]
+            # Calls: the controller's, plus one per node and registry that pulled before its
+            # sync (its own entry then outlives the controller's until the next refresh).
+            self.assertLessEqual(r["controller_calls"], registries * (1 + refreshes))
+            self.assertEqual(r["calls"], r["controller_calls"] + r["node_fetches"])
+            self.assertLessEqual(r["node_fetches"], nodes * registries)
+            self.assertEqual((r["throttled"], r["failed_execs"]), (0, 0))
+            if fraction == 1:
+                self.assertEqual(r["node_fetches"], nodes * registries)
+            else:
+                # A binomial draw around a quarter of the nodes (seeded, so fixed).
+                self.assertGreater(r["node_fetches"], nodes * registries * 0.15)
+                self.assertLess(r["node_fetches"], nodes * registries * 0.35)
+
+    def test_fleet_with_the_controller_never_up_is_exactly_todays_fleet(self):
+        args = ("--nodes=300", "--registries=2", "--hours=14", "--ramp=60", "--restarts-per-day=4")
+        today = run(*args, "--scenarios=scale-up+disk+jitter,rollout+disk")
+        down = run(
+            *args,
+            "--fleet-down=0:20h",
+            "--scenarios=scale-up+disk+jitter+fleet,rollout+disk+fleet",
+        )
+        plain = today["scale-up+disk+jitter"]
+        fleet = down["scale-up+disk+jitter+fleet"]
+        self.assertEqual(fleet["controller_calls"], 0)
+        same = {k: v for k, v in fleet.items() if k != "scenario"}
+        self.assertEqual(same, {k: v for k, v in plain.items() if k != "scenario"})
+        # In a rollout the nodes start with the controller's last entry; with the controller
+        # gone it expires and each node fetches its own, as without fleet mode.
+        rollout = down["rollout+disk+fleet"]
+        self.assertEqual(rollout["controller_calls"], 0)
+        self.assertEqual(rollout["node_fetches"], 300 * 2)
+        self.assertEqual((rollout["throttled"], rollout["failed_execs"]), (0, 0))
+
+    def test_fleet_with_the_controller_down_longer_than_a_token_life_falls_back(self):
+        nodes, registries, hours = 300, 2, 26
+        args = (f"--nodes={nodes}", f"--registries={registries}", f"--hours={hours}", "--ramp=60")
+        today = run(*args, "--scenarios=scale-up+disk+jitter")["scale-up+disk+jitter"]
+        # Up for the join, down from 1 h to 14 h: the entry of t=0 expires at 12 h.
+        r = run(*args, "--fleet-down=1h:13h", "--scenarios=scale-up+disk+jitter+fleet")[
+            "scale-up+disk+jitter+fleet"
+        ]
+        # Each node fetches once when the copied entry runs out, then adopts the new leader's
+        # entry (fresher than its own) at 14 h: nothing more until the controller's refreshes.
+        self.assertEqual(r["node_fetches"], nodes * registries)
+        self.assertEqual((r["throttled"], r["failed_execs"]), (0, 0))
+        self.assertEqual(r["calls"], r["controller_calls"] + r["node_fetches"])
+        after_takeover = math.floor((hours - 14) * 3600 / (0.4 * TOKEN_LIFE))
+        self.assertLessEqual(r["controller_calls"], registries * (2 + after_takeover))
+        # Not more than without fleet mode, nor than that mode's bound.
+        per_stream = 1 + math.floor(hours * 3600 / (TOKEN_LIFE - DISK_MARGIN))
+        self.assertLessEqual(r["node_fetches"], today["calls"])
+        self.assertLessEqual(today["calls"], nodes * registries * per_stream)
+
+    def test_copied_entries_are_refreshed_by_all_nodes_at_once_unless_nodes_jitter_them(self):
+        # The controller's entry carries one refresh point (it runs the provider without jitter),
+        # so after a long outage every node falls back within minutes of the margin.
+        args = (
+            "--nodes=3000",
+            "--registries=1",
+            "--hours=14",
+            "--ramp=60",
+            "--churn=60",
+            "--fleet-down=1h:13h",
+            "--scenarios=scale-up+disk+jitter+fleet",
+        )
+        together = run(*args)["scale-up+disk+jitter+fleet"]
+        spread = run(*args, "--fleet-node-jitter=10")["scale-up+disk+jitter+fleet"]
+        self.assertEqual(together["node_fetches"], 3000)
+        self.assertGreater(together["peak_after_first_hour"], ECR_RATE)
+        self.assertLess(3 * spread["peak_after_first_hour"], together["peak_after_first_hour"])
+
+    def test_a_nodes_own_fresher_entry_is_kept_over_an_older_copy(self):
+        # Every node pulls before its first sync, so it fetches its own entry, fresher than the
+        # controller's of t=0; the controller is down from 10 minutes on. Kept, a node's own entry
+        # is refreshed at join + 11 h 55 min (no jitter): by 12 h 25 min only the nodes that
+        # joined in the first 30 of the 60 minutes can have refreshed. Replaced by the copy, all
+        # of them would refresh at 11 h 55 min.
+        nodes = 400
+        r = run(
+            f"--nodes={nodes}",
+            "--registries=1",
+            "--hours=12.4167",
+            "--ramp=3600",
+            "--churn=60",
+            "--fleet-pulls-before-sync=1",
+            "--fleet-down=10m:20h",
+            "--scenarios=scale-up+disk+fleet",
+        )["scale-up+disk+fleet"]
+        self.assertEqual(r["controller_calls"], 1)
+        self.assertGreater(r["node_fetches"], nodes * 1.3)
+        self.assertLess(r["node_fetches"], nodes * 1.6)
+
+    def test_rejects_a_bad_fleet_down_window(self):
+        bad = subprocess.run(
+            [sys.executable, str(SIM), "--fleet-down=1h"], capture_output=True, text=True
+        )
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("'1h' is not START:DURATION", bad.stderr)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
