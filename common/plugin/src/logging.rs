@@ -92,9 +92,12 @@ impl FromStr for Verbosity {
 
 /// Whether events of the crate `krate` (the first segment of an event's target) are this
 /// project's own: `kcp_*` (kcp-kubelet, kcp-plugin, the test kit) and `*_credential_provider`
-/// (every provider, its library and its binary). See the module documentation.
+/// (every provider, its library and its binary), and the fleet token controller, whose name the
+/// image and manifests fix. See the module documentation.
 pub fn is_ours(krate: &str) -> bool {
-    krate.starts_with("kcp_") || krate.ends_with("_credential_provider")
+    krate.starts_with("kcp_")
+        || krate.ends_with("_credential_provider")
+        || krate == "credential_provider_token_controller"
 }
 
 /// Dependencies that log whole request and response bodies (tokens included) at TRACE. They
@@ -115,6 +118,7 @@ const BODY_LOGGING_CRATES: &[&str] = &[
     "h2",
     "hyper",
     "hyper_util",
+    "kube_client",
     "reqwest",
     "rustls",
     "typespec_client_core",
