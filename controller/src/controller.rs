@@ -466,10 +466,10 @@ impl Worker {
         }
     }
 
-    /// `--once`: wait for the Lease (at most a lease duration and two retry periods, long enough
-    /// to see a silent holder expire), fetch every target, publish, and say how it went.
+    /// `--once`: wait for the Lease (at most two lease durations and two retry periods, long
+    /// enough to see a silent holder expire), fetch every target, publish, and say how it went.
     async fn once(&mut self, cli: &Cli, mut stop: watch::Receiver<bool>) -> ExitCode {
-        let give_up = Instant::now() + cli.lease_duration + cli.retry_period * 2;
+        let give_up = Instant::now() + cli.lease_duration * 2 + cli.retry_period * 2;
         while !self.leadership.is_leader() {
             if Instant::now() >= give_up {
                 let why = match (

@@ -1,0 +1,415 @@
+//! The controller against a recording fake of the API server (Secret and Lease get/update) and
+//! the real `ecr-credential-provider` against a fake ECR. Nothing here is timed: a test waits for
+//! an event (a request the fakes recorded, a log line) and fails only if it never comes.
+// Test code: a panic is a failed assertion.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+
+use kcp_testkit::{TempDir, unix_now};
+use serde_json::{Value, json};
+use support::*;
+
+/// Every stderr line is one leveled log entry: `<RFC 3339 time> <LEVEL> ...`.
+fn assert_leveled(stderr: &str) {
+    for line in stderr.lines() {
+        let mut words = line.split_whitespace();
+        let (time, level) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+        assert!(
+            time.ends_with('Z') && ["ERROR", "WARN", "INFO", "DEBUG", "TRACE"].contains(&level),
+            "not a log entry: {line:?}"
+        );
+    }
+}
+
+fn body(request: &kcp_testkit::fake::RecordedRequest) -> Value {
+    serde_json::from_slice(&request.body).unwrap()
+}
+
+#[test]
+fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
+    let dir = TempDir::new("ctl-once");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("once", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    // Left by someone else: a key that is no entry, and an expired entry.
+    let expired = "0123456789abcdef0123456789abcdef.json".to_owned();
+    let now = unix_now();
+    api.set_secret_data(&BTreeMap::from([
+        ("stray".to_owned(), b"not an entry".to_vec()),
+        (
+            expired.clone(),
+            entry_bytes("old-expired-token-value", now - 7200, now - 3600),
+        ),
+    ]));
+    let before = api.object(Kind::Secret)["metadata"]["resourceVersion"].clone();
+
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 0, "{stderr}");
+
+    let expected_name = shared_stem_file(&ecr, dir.path());
+    let data = api.secret_data();
+    assert_eq!(
+        data.keys().collect::<Vec<_>>(),
+        [&expected_name],
+        "exactly the target's entry, under a node's file name"
+    );
+    let entry = parse_entry(&data[&expected_name]);
+    assert_eq!(entry["username"], "AWS");
+    assert_eq!(entry["password"], "once-1-ecr-token-value");
+    assert!(entry["expiresAt"].as_u64().unwrap() >= now + 3600);
+    // Read, then one update carrying the resourceVersion that was read.
+    let puts = api.calls(Kind::Secret, "PUT");
+    assert_eq!(puts.len(), 1);
+    assert_eq!(body(&puts[0])["metadata"]["resourceVersion"], before);
+    assert_eq!(body(&puts[0])["type"], "Opaque");
+    assert_eq!(api.calls(Kind::Secret, "GET").len(), 1);
+    // The Lease: taken as ME, then released (no holder, as client-go's ReleaseOnCancel).
+    let lease_puts = api.calls(Kind::Lease, "PUT");
+    assert_eq!(lease_puts.len(), 2, "take and release");
+    let taken = &body(&lease_puts[0])["spec"];
+    assert_eq!(taken["holderIdentity"], ME);
+    assert_eq!(taken["leaseDurationSeconds"], 2);
+    assert_eq!(taken["leaseTransitions"], 1);
+    assert!(
+        api.lease_spec()["holderIdentity"].is_null(),
+        "{}",
+        api.lease_spec()
+    );
+    assert_eq!(api.lease_spec()["leaseDurationSeconds"], 1);
+    assert!(
+        stderr.contains(&format!("Secret {NS}/{SECRET} updated: 1 entry")),
+        "{stderr}"
+    );
+    assert_leveled(&stderr);
+    // Nothing else was asked of the API server.
+    assert!(
+        api.requests()
+            .iter()
+            .all(|r| r.path() == secret_path() || r.path() == lease_path())
+    );
+}
+
+#[test]
+fn a_second_round_with_nothing_changed_writes_nothing() {
+    let dir = TempDir::new("ctl-unchanged");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("same", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    assert_eq!(once(command(&api, dir.path(), &config)).0, 0);
+    let published = api.secret_data();
+    // The next round fetches a new token, so it does write; put the old data back by hand and
+    // check that a round which finds its data in place only reads.
+    ecr.set_failing(true);
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(api.secret_data(), published);
+    assert_eq!(
+        api.calls(Kind::Secret, "PUT").len(),
+        1,
+        "no update when the data is already right"
+    );
+    assert_eq!(api.calls(Kind::Secret, "GET").len(), 2);
+}
+
+#[test]
+fn a_conflict_on_the_secret_update_is_read_again_and_retried() {
+    let dir = TempDir::new("ctl-conflict");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("conflict", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    api.fault(Kind::Secret, "PUT", 1, 409);
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 0, "{stderr}");
+    let secret_calls: Vec<String> = api
+        .requests()
+        .iter()
+        .filter(|r| r.path() == secret_path())
+        .map(|r| r.method.clone())
+        .collect();
+    assert_eq!(secret_calls, ["GET", "PUT", "GET", "PUT"]);
+    assert_eq!(api.secret_data().len(), 1);
+    // Read again inside the same write (an INFO line), not a failed write retried later (WARN).
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("conflict (409)"))
+        .unwrap_or_default();
+    assert!(line.contains("INFO"), "{stderr}");
+}
+
+#[test]
+fn a_lease_held_by_a_live_holder_is_left_alone_and_nothing_is_written() {
+    let dir = TempDir::new("ctl-held");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("held", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    api.live_holder(Some("controller-b"));
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("is held by controller-b, which keeps renewing it"),
+        "{stderr}"
+    );
+    assert!(
+        api.calls(Kind::Lease, "PUT").is_empty(),
+        "the Lease was not written"
+    );
+    assert!(
+        api.calls(Kind::Secret, "PUT").is_empty(),
+        "the Secret was not written"
+    );
+    assert_eq!(
+        ecr.calls(),
+        0,
+        "no token fetched by a replica that is not the leader"
+    );
+}
+
+#[test]
+fn a_holder_that_stopped_renewing_is_taken_over() {
+    let dir = TempDir::new("ctl-takeover");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("takeover", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    // Its renewTime says "just now" by its own (skewed) clock: only our own observation counts.
+    let future = micro_time(unix_now() + 3600);
+    api.edit(Kind::Lease, |l| {
+        l["spec"] = json!({"holderIdentity": "controller-b", "leaseDurationSeconds": 1,
+                           "acquireTime": future, "renewTime": future, "leaseTransitions": 4});
+    });
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 0, "{stderr}");
+    let taken = body(&api.calls(Kind::Lease, "PUT")[0])["spec"].clone();
+    assert_eq!(taken["holderIdentity"], ME);
+    assert_eq!(taken["leaseTransitions"], 5);
+    assert!(
+        api.calls(Kind::Lease, "GET").len() >= 2,
+        "watched the record before taking it"
+    );
+    assert_eq!(api.secret_data().len(), 1);
+}
+
+#[test]
+fn a_missing_lease_or_secret_names_the_manifests() {
+    for (kind, flag) in [
+        (Kind::Lease, "--lease-name"),
+        (Kind::Secret, "--secret-name"),
+    ] {
+        let dir = TempDir::new("ctl-missing");
+        let api = FakeApi::start();
+        let ecr = FakeEcr::start("missing", 3600);
+        let config = ecr_config(dir.path(), &ecr);
+        for n in 1..=100 {
+            api.fault(kind, "GET", n, 404);
+        }
+        let (code, stderr) = once(command(&api, dir.path(), &config));
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains("not found (404): the manifests in deploy/ create it"),
+            "{stderr}"
+        );
+        assert!(stderr.contains(flag), "{stderr}");
+        assert!(api.calls(Kind::Secret, "PUT").is_empty());
+    }
+}
+
+#[test]
+fn a_failed_refresh_keeps_the_published_entry() {
+    let dir = TempDir::new("ctl-keep");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("keep", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    assert_eq!(once(command(&api, dir.path(), &config)).0, 0);
+    let published = api.secret_data();
+    assert_eq!(published.len(), 1);
+    let name = published.keys().next().unwrap().clone();
+
+    ecr.set_failing(true);
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 1, "a target failed: {stderr}");
+    assert!(stderr.contains("target ecr-prod: the provider"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("keeping entry {name}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        api.secret_data(),
+        published,
+        "the old entry stays published"
+    );
+}
+
+#[test]
+fn api_faults_are_logged_retried_and_survived() {
+    let dir = TempDir::new("ctl-faults");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("faults", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    api.fault(Kind::Lease, "PUT", 1, 403);
+    api.fault(Kind::Lease, "GET", 2, 500);
+    api.fault(Kind::Secret, "GET", 1, 401);
+    api.fault(Kind::Secret, "PUT", 1, 403);
+    api.fault(Kind::Secret, "PUT", 2, 500);
+    let mut controller = Controller::start(command(&api, dir.path(), &config));
+    controller.wait_until("the Secret written", |_| !api.secret_data().is_empty());
+    assert!(controller.running());
+    let (status, stderr) = controller.terminate();
+    assert!(status.success(), "{status}: {stderr}");
+    for expected in [
+        format!(
+            "update leases {NS}/{LEASE}: forbidden (403): the controller's Role needs the rule verbs [update] on leases with resourceNames [{LEASE}]"
+        ),
+        format!(
+            "get secrets {NS}/{SECRET}: the API server refused the controller's credentials (401 Unauthorized)"
+        ),
+        format!(
+            "update secrets {NS}/{SECRET}: forbidden (403): the controller's Role needs the rule verbs [update] on secrets with resourceNames [{SECRET}]"
+        ),
+        format!(
+            "update secrets {NS}/{SECRET}: the API server answered 500 InternalError; retrying"
+        ),
+        format!("get leases {NS}/{LEASE}: the API server answered 500 InternalError; retrying"),
+    ] {
+        assert_eq!(
+            stderr.matches(&expected).count(),
+            1,
+            "one line saying {expected:?}:\n{stderr}"
+        );
+    }
+    assert_leveled(&stderr);
+    // SIGTERM released the Lease.
+    assert!(
+        api.lease_spec()["holderIdentity"].is_null(),
+        "{}",
+        api.lease_spec()
+    );
+}
+
+#[test]
+fn entries_are_refreshed_after_their_refresh_point_and_dropped_when_expired() {
+    let dir = TempDir::new("ctl-refresh");
+    let api = FakeApi::start();
+    // Six-second tokens: refreshed after 2.4 to 3 s.
+    let ecr = FakeEcr::start("refresh", 6);
+    let config = ecr_config(dir.path(), &ecr);
+    let mut controller = Controller::start(command(&api, dir.path(), &config));
+    let passwords = |api: &FakeApi| -> Vec<String> {
+        api.calls(Kind::Secret, "PUT")
+            .iter()
+            .filter_map(|r| {
+                let data = body(r)["data"].as_object()?.clone();
+                let (_, v) = data.iter().next()?;
+                let e = parse_entry(&unb64(v.as_str()?));
+                Some(e["password"].as_str()?.to_owned())
+            })
+            .collect()
+    };
+    controller.wait_until("three published tokens", |_| passwords(&api).len() >= 3);
+    let seen = passwords(&api);
+    assert_eq!(
+        seen[..3],
+        [
+            "refresh-1-ecr-token-value",
+            "refresh-2-ecr-token-value",
+            "refresh-3-ecr-token-value"
+        ]
+    );
+    // Each refresh came after the entry's refresh point: fetchedAt + 40 % of its life at least.
+    let fetched: Vec<u64> = api
+        .calls(Kind::Secret, "PUT")
+        .iter()
+        .take(3)
+        .map(|r| {
+            let data = body(r)["data"].as_object().unwrap().clone();
+            let v = data.values().next().unwrap().as_str().unwrap().to_owned();
+            parse_entry(&unb64(&v))["fetchedAt"].as_u64().unwrap()
+        })
+        .collect();
+    assert!(fetched.windows(2).all(|w| w[1] >= w[0] + 2), "{fetched:?}");
+
+    // The provider fails from now on: the last entry stays until it expires, then is withdrawn.
+    ecr.set_failing(true);
+    controller.wait_for_line("its entry expired and is withdrawn from the Secret");
+    controller.wait_until("the Secret emptied", |_| api.secret_data().is_empty());
+    let (status, stderr) = controller.terminate();
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("keeping entry"), "{stderr}");
+}
+
+#[test]
+fn losing_the_lease_stops_writes_at_once() {
+    let dir = TempDir::new("ctl-lost");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("lost", 6);
+    let config = ecr_config(dir.path(), &ecr);
+    let mut controller = Controller::start(command(&api, dir.path(), &config));
+    controller.wait_until("a Secret write", |_| {
+        !api.calls(Kind::Secret, "PUT").is_empty()
+    });
+    api.live_holder(Some("controller-b"));
+    controller.wait_for_line("lost the Lease to controller-b: Secret writes stopped");
+    // One more Lease read: anything sent before the loss has arrived by then.
+    let gets = api.calls(Kind::Lease, "GET").len();
+    controller.wait_until("another Lease read", |_| {
+        api.calls(Kind::Lease, "GET").len() > gets
+    });
+    let (writes, fetches) = (api.calls(Kind::Secret, "PUT").len(), ecr.calls());
+    // Past two refresh points of the six-second tokens (30 reads × 200 ms = 6 s).
+    let gets = api.calls(Kind::Lease, "GET").len();
+    controller.wait_until("30 more Lease reads", |_| {
+        api.calls(Kind::Lease, "GET").len() >= gets + 30
+    });
+    assert_eq!(
+        api.calls(Kind::Secret, "PUT").len(),
+        writes,
+        "no Secret write after the Lease was lost"
+    );
+    assert!(
+        ecr.calls() <= fetches + 1,
+        "at most the fetch already running finished"
+    );
+    let lease_writes = api.calls(Kind::Lease, "PUT").len();
+    let (status, stderr) = controller.terminate();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(
+        api.calls(Kind::Lease, "PUT").len(),
+        lease_writes,
+        "a Lease it does not hold is not released"
+    );
+    assert_eq!(api.lease_spec()["holderIdentity"], "controller-b");
+}
+
+#[test]
+fn no_token_reaches_stderr_even_at_the_highest_verbosity() {
+    let dir = TempDir::new("ctl-verbose");
+    let api = FakeApi::start();
+    let ecr = FakeEcr::start("verbose", 3600);
+    let config = ecr_config(dir.path(), &ecr);
+    let mut cmd = command(&api, dir.path(), &config);
+    cmd.arg("--v=9");
+    api.fault(Kind::Secret, "PUT", 1, 500);
+    let (code, stderr) = once(cmd);
+    assert_eq!(code, 0, "{stderr}");
+    // Register what was published, then scan again (once() scanned before it was known).
+    assert_eq!(api.secret_data().len(), 1);
+    assert_clean(&stderr);
+    assert!(
+        stderr.contains("DEBUG") || stderr.contains("TRACE"),
+        "verbose logging is on: {stderr}"
+    );
+}
+
+#[test]
+fn a_bad_config_is_one_line_and_exit_2() {
+    let dir = TempDir::new("ctl-bad");
+    let api = FakeApi::start();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "sharedIdentity: nodes\ntargets:\n  - name: gcr\n    provider: gcr\n    command: /x\n    image: gcr.io/p/i\n").unwrap();
+    let (code, stderr) = once(command(&api, dir.path(), &config));
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("unknown variant `gcr`"), "{stderr}");
+    assert!(api.requests().is_empty());
+}
