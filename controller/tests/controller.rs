@@ -49,7 +49,7 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
     let (code, stderr) = once(command(&api, dir.path(), &config));
     assert_eq!(code, 0, "{stderr}");
 
-    let expected_name = shared_stem_file(&ecr, dir.path());
+    let expected_name = TargetSpec::ecr(&ecr).shared_stem_file(dir.path());
     let data = api.secret_data();
     assert_eq!(
         data.keys().collect::<Vec<_>>(),

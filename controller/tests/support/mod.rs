@@ -372,18 +372,20 @@ impl FakeEcr {
     }
 }
 
-/// The workspace's ECR provider, the controller's sibling in the target directory.
-pub fn ecr_binary() -> PathBuf {
-    let path = Path::new(BIN)
-        .parent()
-        .unwrap()
-        .join("ecr-credential-provider");
+/// A provider binary of the workspace, the controller's sibling in the target directory.
+pub fn provider_binary(name: &str) -> PathBuf {
+    let path = Path::new(BIN).parent().unwrap().join(name);
     assert!(
         path.is_file(),
-        "{} is missing: build it first (cargo build -p ecr-credential-provider; cargo test --workspace does)",
+        "{} is missing: build it first (cargo build -p {name}; cargo test --workspace does)",
         path.display()
     );
     path
+}
+
+/// The workspace's ECR provider.
+pub fn ecr_binary() -> PathBuf {
+    provider_binary("ecr-credential-provider")
 }
 
 /// The environment the ECR provider needs to reach `ecr`, as a config's `env` list.
@@ -399,67 +401,102 @@ pub fn ecr_env(ecr: &FakeEcr) -> Vec<(String, String)> {
     ]
 }
 
-/// A config file with one ECR target named `ecr-prod`.
-pub fn ecr_config(dir: &Path, ecr: &FakeEcr) -> PathBuf {
-    kcp_testkit::secrets::register("static-secret-key-value");
-    let env: Vec<String> = ecr_env(ecr)
-        .into_iter()
-        .map(|(k, v)| format!("{{name: {k}, value: \"{v}\"}}"))
-        .collect();
-    let path = dir.join("config.yaml");
-    std::fs::write(
-        &path,
-        format!(
-            "sharedIdentity: nodes\ntargets:\n  - name: ecr-prod\n    provider: ecr\n    command: {}\n    env: [{}]\n    image: {ECR_HOST}/app\n",
-            ecr_binary().display(),
-            env.join(", ")
-        ),
-    )
-    .unwrap();
-    path
+/// One target of a config file.
+pub struct TargetSpec {
+    pub provider: &'static str,
+    pub command: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub image: String,
 }
 
-/// The entry file name a node computes for the target: the provider run with the shared identity
-/// and a cache directory of its own, and the one entry it wrote listed. `home` is the
-/// controller's `HOME`: until providers know the shared identity, the node identity they use
-/// instead depends on the environment, so it is kept equal.
-pub fn shared_stem_file(ecr: &FakeEcr, home: &Path) -> String {
-    let dir = TempDir::new("ctl-stem");
-    let mut exec = kcp_kubelet_emulation::exec::PluginExec::new(ecr_binary());
-    exec.clear_env = true;
-    exec.env = ecr_env(ecr);
-    exec.env.extend([
-        (
-            "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR".into(),
-            dir.path().display().to_string(),
-        ),
-        (
-            "CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY".into(),
-            "nodes".into(),
-        ),
-        ("HOME".into(), home.display().to_string()),
-        ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
-    ]);
-    let request = kcp_kubelet::protocol::encode_request(
-        kcp_kubelet::protocol::ApiVersion::V1,
-        &format!("{ECR_HOST}/app"),
-        None,
-        &BTreeMap::new(),
-    );
-    let outcome = exec.run(&request);
-    assert_eq!(
-        outcome.exit_code,
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&outcome.stderr)
-    );
-    let names: Vec<String> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".json"))
-        .collect();
-    assert_eq!(names.len(), 1, "{names:?}");
-    names[0].clone()
+impl TargetSpec {
+    /// The ECR provider against `ecr`, for an image of [`ECR_HOST`].
+    pub fn ecr(ecr: &FakeEcr) -> TargetSpec {
+        kcp_testkit::secrets::register("static-secret-key-value");
+        TargetSpec {
+            provider: "ecr",
+            command: ecr_binary(),
+            args: Vec::new(),
+            env: ecr_env(ecr),
+            image: format!("{ECR_HOST}/app"),
+        }
+    }
+
+    /// A config file with this one target, named `<provider>-prod`, for the shared identity `nodes`.
+    pub fn config(&self, dir: &Path) -> PathBuf {
+        let quote = |s: &str| serde_json::to_string(s).unwrap();
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .map(|(k, v)| format!("{{name: {k}, value: {}}}", quote(v)))
+            .collect();
+        let args: Vec<String> = self.args.iter().map(|a| quote(a)).collect();
+        let path = dir.join("config.yaml");
+        std::fs::write(
+            &path,
+            format!(
+                "sharedIdentity: nodes\ntargets:\n  - name: {}-prod\n    provider: {}\n    command: {}\n    args: [{}]\n    env: [{}]\n    image: {}\n",
+                self.provider,
+                self.provider,
+                quote(&self.command.display().to_string()),
+                args.join(", "),
+                env.join(", "),
+                self.image
+            ),
+        )
+        .unwrap();
+        path
+    }
+
+    /// The entry file name a node computes for this target: the provider run with the shared
+    /// identity and a cache directory of its own, and the one entry it wrote listed. `home` is
+    /// the controller's `HOME`: until providers know the shared identity, the node identity they
+    /// use instead depends on the environment, so it is kept equal.
+    pub fn shared_stem_file(&self, home: &Path) -> String {
+        let dir = TempDir::new("ctl-stem");
+        let mut exec = kcp_kubelet_emulation::exec::PluginExec::new(&self.command);
+        exec.clear_env = true;
+        exec.args = self.args.clone();
+        exec.env = self.env.clone();
+        exec.env.extend([
+            (
+                "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR".into(),
+                dir.path().display().to_string(),
+            ),
+            (
+                "CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY".into(),
+                "nodes".into(),
+            ),
+            ("HOME".into(), home.display().to_string()),
+            ("PATH".into(), std::env::var("PATH").unwrap_or_default()),
+        ]);
+        let request = kcp_kubelet::protocol::encode_request(
+            kcp_kubelet::protocol::ApiVersion::V1,
+            &self.image,
+            None,
+            &BTreeMap::new(),
+        );
+        let outcome = exec.run(&request);
+        assert_eq!(
+            outcome.exit_code,
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&outcome.stderr)
+        );
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        names[0].clone()
+    }
+}
+
+/// A config file with one ECR target named `ecr-prod`.
+pub fn ecr_config(dir: &Path, ecr: &FakeEcr) -> PathBuf {
+    TargetSpec::ecr(ecr).config(dir)
 }
 
 /// An entry in the token cache's layout.
