@@ -71,7 +71,7 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
     assert_eq!(lease_puts.len(), 2, "take and release");
     let taken = &body(&lease_puts[0])["spec"];
     assert_eq!(taken["holderIdentity"], ME);
-    assert_eq!(taken["leaseDurationSeconds"], 2);
+    assert_eq!(taken["leaseDurationSeconds"], 4);
     assert_eq!(taken["leaseTransitions"], 1);
     assert!(
         api.lease_spec()["holderIdentity"].is_null(),
