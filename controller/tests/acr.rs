@@ -6,7 +6,6 @@
 
 mod support;
 
-use base64::Engine;
 use kcp_testkit::fake::{FakeResponse, FakeServer};
 use kcp_testkit::proxy::ConnectProxy;
 use kcp_testkit::tls::{TestCa, TlsFakeServer};
@@ -16,18 +15,6 @@ use support::*;
 const REGISTRY: &str = "myreg.azurecr.io";
 const MI_TOKEN: &str = "mi-access-token-Ct41";
 const IDENTITY_HEADER: &str = "identity-header-secret-Ct42";
-
-/// An unsigned JWT with `exp` and `aud`, as ACR's refresh tokens look to a client.
-fn jwt(exp: u64, aud: &str) -> String {
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
-    format!(
-        "{}.{}.c2lnbmF0dXJl",
-        b64(r#"{"alg":"RS256","typ":"JWT"}"#),
-        b64(&format!(
-            r#"{{"exp":{exp},"aud":"{aud}","grant_type":"refresh_token"}}"#
-        ))
-    )
-}
 
 #[test]
 fn an_acr_target_publishes_the_refresh_token_entry() {
@@ -55,7 +42,9 @@ fn an_acr_target_publishes_the_refresh_token_entry() {
                     ),
                 ),
             ("POST", "/oauth2/exchange") => {
-                let token = jwt(unix_now() + 3 * 3600, REGISTRY);
+                let claims = serde_json::json!({"exp": unix_now() + 3 * 3600, "aud": REGISTRY, "grant_type": "refresh_token"});
+                let token =
+                    kcp_testkit::cache::unsigned_jwt(r#"{"alg":"RS256","typ":"JWT"}"#, &claims);
                 kcp_testkit::secrets::register(&token);
                 FakeResponse::json(format!(r#"{{"refresh_token":"{token}"}}"#))
             }

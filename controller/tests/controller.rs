@@ -30,27 +30,24 @@ fn body(request: &kcp_testkit::fake::RecordedRequest) -> Value {
 
 #[test]
 fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
-    let dir = TempDir::new("ctl-once");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("once", 3600);
-    let config = ecr_config(dir.path(), &ecr);
+    let w = World::new("once", 3600);
     // Left by someone else: a key that is no entry, and an expired entry.
     let expired = "0123456789abcdef0123456789abcdef.json".to_owned();
     let now = unix_now();
-    api.set_secret_data(&BTreeMap::from([
+    w.api.set_secret_data(&BTreeMap::from([
         ("stray".to_owned(), b"not an entry".to_vec()),
         (
             expired.clone(),
             entry_bytes("old-expired-token-value", now - 7200, now - 3600),
         ),
     ]));
-    let before = api.object(Kind::Secret)["metadata"]["resourceVersion"].clone();
+    let before = w.api.object(Kind::Secret)["metadata"]["resourceVersion"].clone();
 
-    let (code, stderr) = once(command(&api, dir.path(), &config));
+    let (code, stderr) = once(w.command());
     assert_eq!(code, 0, "{stderr}");
 
-    let expected_name = TargetSpec::ecr(&ecr).shared_stem_file(dir.path());
-    let data = api.secret_data();
+    let expected_name = TargetSpec::ecr(&w.ecr).shared_stem_file(w.dir.path());
+    let data = w.api.secret_data();
     assert_eq!(
         data.keys().collect::<Vec<_>>(),
         [&expected_name],
@@ -61,24 +58,24 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
     assert_eq!(entry["password"], "once-1-ecr-token-value");
     assert!(entry["expiresAt"].as_u64().unwrap() >= now + 3600);
     // Read, then one update carrying the resourceVersion that was read.
-    let puts = api.calls(Kind::Secret, "PUT");
+    let puts = w.api.calls(Kind::Secret, "PUT");
     assert_eq!(puts.len(), 1);
     assert_eq!(body(&puts[0])["metadata"]["resourceVersion"], before);
     assert_eq!(body(&puts[0])["type"], "Opaque");
-    assert_eq!(api.calls(Kind::Secret, "GET").len(), 1);
+    assert_eq!(w.api.calls(Kind::Secret, "GET").len(), 1);
     // The Lease: taken as ME, then released (no holder, as client-go's ReleaseOnCancel).
-    let lease_puts = api.calls(Kind::Lease, "PUT");
+    let lease_puts = w.api.calls(Kind::Lease, "PUT");
     assert_eq!(lease_puts.len(), 2, "take and release");
     let taken = &body(&lease_puts[0])["spec"];
     assert_eq!(taken["holderIdentity"], ME);
     assert_eq!(taken["leaseDurationSeconds"], 4);
     assert_eq!(taken["leaseTransitions"], 1);
     assert!(
-        api.lease_spec()["holderIdentity"].is_null(),
+        w.api.lease_spec()["holderIdentity"].is_null(),
         "{}",
-        api.lease_spec()
+        w.api.lease_spec()
     );
-    assert_eq!(api.lease_spec()["leaseDurationSeconds"], 1);
+    assert_eq!(w.api.lease_spec()["leaseDurationSeconds"], 1);
     assert!(
         stderr.contains(&format!("Secret {NS}/{SECRET} updated: 1 entry")),
         "{stderr}"
@@ -86,7 +83,8 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
     assert_leveled(&stderr);
     // Nothing else was asked of the API server.
     assert!(
-        api.requests()
+        w.api
+            .requests()
             .iter()
             .all(|r| r.path() == secret_path() || r.path() == lease_path())
     );
@@ -94,43 +92,38 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
 
 #[test]
 fn a_second_round_with_nothing_changed_writes_nothing() {
-    let dir = TempDir::new("ctl-unchanged");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("same", 3600);
-    let config = ecr_config(dir.path(), &ecr);
-    assert_eq!(once(command(&api, dir.path(), &config)).0, 0);
-    let published = api.secret_data();
+    let w = World::new("same", 3600);
+    assert_eq!(once(w.command()).0, 0);
+    let published = w.api.secret_data();
     // The next round fetches a new token, so it does write; put the old data back by hand and
     // check that a round which finds its data in place only reads.
-    ecr.set_failing(true);
-    let (code, stderr) = once(command(&api, dir.path(), &config));
+    w.ecr.set_failing(true);
+    let (code, stderr) = once(w.command());
     assert_eq!(code, 1, "{stderr}");
-    assert_eq!(api.secret_data(), published);
+    assert_eq!(w.api.secret_data(), published);
     assert_eq!(
-        api.calls(Kind::Secret, "PUT").len(),
+        w.api.calls(Kind::Secret, "PUT").len(),
         1,
         "no update when the data is already right"
     );
-    assert_eq!(api.calls(Kind::Secret, "GET").len(), 2);
+    assert_eq!(w.api.calls(Kind::Secret, "GET").len(), 2);
 }
 
 #[test]
 fn a_conflict_on_the_secret_update_is_read_again_and_retried() {
-    let dir = TempDir::new("ctl-conflict");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("conflict", 3600);
-    let config = ecr_config(dir.path(), &ecr);
-    api.fault(Kind::Secret, "PUT", 1, 409);
-    let (code, stderr) = once(command(&api, dir.path(), &config));
+    let w = World::new("conflict", 3600);
+    w.api.fault(Kind::Secret, "PUT", 1, 409);
+    let (code, stderr) = once(w.command());
     assert_eq!(code, 0, "{stderr}");
-    let secret_calls: Vec<String> = api
+    let secret_calls: Vec<String> = w
+        .api
         .requests()
         .iter()
         .filter(|r| r.path() == secret_path())
         .map(|r| r.method.clone())
         .collect();
     assert_eq!(secret_calls, ["GET", "PUT", "GET", "PUT"]);
-    assert_eq!(api.secret_data().len(), 1);
+    assert_eq!(w.api.secret_data().len(), 1);
     // Read again inside the same write (an INFO line), not a failed write retried later (WARN).
     let line = stderr
         .lines()
@@ -141,27 +134,24 @@ fn a_conflict_on_the_secret_update_is_read_again_and_retried() {
 
 #[test]
 fn a_lease_held_by_a_live_holder_is_left_alone_and_nothing_is_written() {
-    let dir = TempDir::new("ctl-held");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("held", 3600);
-    let config = ecr_config(dir.path(), &ecr);
-    api.live_holder(Some("controller-b"));
-    let (code, stderr) = once(command(&api, dir.path(), &config));
+    let w = World::new("held", 3600);
+    w.api.live_holder(Some("controller-b"));
+    let (code, stderr) = once(w.command());
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.contains("is held by controller-b, which keeps renewing it"),
         "{stderr}"
     );
     assert!(
-        api.calls(Kind::Lease, "PUT").is_empty(),
+        w.api.calls(Kind::Lease, "PUT").is_empty(),
         "the Lease was not written"
     );
     assert!(
-        api.calls(Kind::Secret, "PUT").is_empty(),
+        w.api.calls(Kind::Secret, "PUT").is_empty(),
         "the Secret was not written"
     );
     assert_eq!(
-        ecr.calls(),
+        w.ecr.calls(),
         0,
         "no token fetched by a replica that is not the leader"
     );
@@ -169,26 +159,23 @@ fn a_lease_held_by_a_live_holder_is_left_alone_and_nothing_is_written() {
 
 #[test]
 fn a_holder_that_stopped_renewing_is_taken_over() {
-    let dir = TempDir::new("ctl-takeover");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("takeover", 3600);
-    let config = ecr_config(dir.path(), &ecr);
+    let w = World::new("takeover", 3600);
     // Its renewTime says "just now" by its own (skewed) clock: only our own observation counts.
     let future = micro_time(unix_now() + 3600);
-    api.edit(Kind::Lease, |l| {
+    w.api.edit(Kind::Lease, |l| {
         l["spec"] = json!({"holderIdentity": "controller-b", "leaseDurationSeconds": 1,
                            "acquireTime": future, "renewTime": future, "leaseTransitions": 4});
     });
-    let (code, stderr) = once(command(&api, dir.path(), &config));
+    let (code, stderr) = once(w.command());
     assert_eq!(code, 0, "{stderr}");
-    let taken = body(&api.calls(Kind::Lease, "PUT")[0])["spec"].clone();
+    let taken = body(&w.api.calls(Kind::Lease, "PUT")[0])["spec"].clone();
     assert_eq!(taken["holderIdentity"], ME);
     assert_eq!(taken["leaseTransitions"], 5);
     assert!(
-        api.calls(Kind::Lease, "GET").len() >= 2,
+        w.api.calls(Kind::Lease, "GET").len() >= 2,
         "watched the record before taking it"
     );
-    assert_eq!(api.secret_data().len(), 1);
+    assert_eq!(w.api.secret_data().len(), 1);
 }
 
 #[test]
@@ -197,37 +184,31 @@ fn a_missing_lease_or_secret_names_the_manifests() {
         (Kind::Lease, "--lease-name"),
         (Kind::Secret, "--secret-name"),
     ] {
-        let dir = TempDir::new("ctl-missing");
-        let api = FakeApi::start();
-        let ecr = FakeEcr::start("missing", 3600);
-        let config = ecr_config(dir.path(), &ecr);
+        let w = World::new("missing", 3600);
         for n in 1..=100 {
-            api.fault(kind, "GET", n, 404);
+            w.api.fault(kind, "GET", n, 404);
         }
-        let (code, stderr) = once(command(&api, dir.path(), &config));
+        let (code, stderr) = once(w.command());
         assert_eq!(code, 1, "{stderr}");
         assert!(
             stderr.contains("not found (404): the manifests in deploy/ create it"),
             "{stderr}"
         );
         assert!(stderr.contains(flag), "{stderr}");
-        assert!(api.calls(Kind::Secret, "PUT").is_empty());
+        assert!(w.api.calls(Kind::Secret, "PUT").is_empty());
     }
 }
 
 #[test]
 fn a_failed_refresh_keeps_the_published_entry() {
-    let dir = TempDir::new("ctl-keep");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("keep", 3600);
-    let config = ecr_config(dir.path(), &ecr);
-    assert_eq!(once(command(&api, dir.path(), &config)).0, 0);
-    let published = api.secret_data();
+    let w = World::new("keep", 3600);
+    assert_eq!(once(w.command()).0, 0);
+    let published = w.api.secret_data();
     assert_eq!(published.len(), 1);
     let name = published.keys().next().unwrap().clone();
 
-    ecr.set_failing(true);
-    let (code, stderr) = once(command(&api, dir.path(), &config));
+    w.ecr.set_failing(true);
+    let (code, stderr) = once(w.command());
     assert_eq!(code, 1, "a target failed: {stderr}");
     assert!(stderr.contains("target ecr-prod: the provider"), "{stderr}");
     assert!(
@@ -235,7 +216,7 @@ fn a_failed_refresh_keeps_the_published_entry() {
         "{stderr}"
     );
     assert_eq!(
-        api.secret_data(),
+        w.api.secret_data(),
         published,
         "the old entry stays published"
     );
@@ -243,17 +224,14 @@ fn a_failed_refresh_keeps_the_published_entry() {
 
 #[test]
 fn api_faults_are_logged_retried_and_survived() {
-    let dir = TempDir::new("ctl-faults");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("faults", 3600);
-    let config = ecr_config(dir.path(), &ecr);
-    api.fault(Kind::Lease, "PUT", 1, 403);
-    api.fault(Kind::Lease, "GET", 2, 500);
-    api.fault(Kind::Secret, "GET", 1, 401);
-    api.fault(Kind::Secret, "PUT", 1, 403);
-    api.fault(Kind::Secret, "PUT", 2, 500);
-    let mut controller = Controller::start(command(&api, dir.path(), &config));
-    controller.wait_until("the Secret written", |_| !api.secret_data().is_empty());
+    let w = World::new("faults", 3600);
+    w.api.fault(Kind::Lease, "PUT", 1, 403);
+    w.api.fault(Kind::Lease, "GET", 2, 500);
+    w.api.fault(Kind::Secret, "GET", 1, 401);
+    w.api.fault(Kind::Secret, "PUT", 1, 403);
+    w.api.fault(Kind::Secret, "PUT", 2, 500);
+    let mut controller = Controller::start(w.command());
+    controller.wait_until("the Secret written", |_| !w.api.secret_data().is_empty());
     assert!(controller.running());
     let (status, stderr) = controller.terminate();
     assert!(status.success(), "{status}: {stderr}");
@@ -281,22 +259,19 @@ fn api_faults_are_logged_retried_and_survived() {
     assert_leveled(&stderr);
     // SIGTERM released the Lease.
     assert!(
-        api.lease_spec()["holderIdentity"].is_null(),
+        w.api.lease_spec()["holderIdentity"].is_null(),
         "{}",
-        api.lease_spec()
+        w.api.lease_spec()
     );
 }
 
 #[test]
 fn entries_are_refreshed_after_their_refresh_point_and_dropped_when_expired() {
-    let dir = TempDir::new("ctl-refresh");
-    let api = FakeApi::start();
-    // Six-second tokens: refreshed after 2.4 to 3 s.
-    let ecr = FakeEcr::start("refresh", 6);
-    let config = ecr_config(dir.path(), &ecr);
-    let mut controller = Controller::start(command(&api, dir.path(), &config));
-    let passwords = |api: &FakeApi| -> Vec<String> {
-        api.calls(Kind::Secret, "PUT")
+    let w = World::new("refresh", 6);
+    let mut controller = Controller::start(w.command());
+    let passwords = || -> Vec<String> {
+        w.api
+            .calls(Kind::Secret, "PUT")
             .iter()
             .filter_map(|r| {
                 let data = body(r)["data"].as_object()?.clone();
@@ -306,8 +281,8 @@ fn entries_are_refreshed_after_their_refresh_point_and_dropped_when_expired() {
             })
             .collect()
     };
-    controller.wait_until("three published tokens", |_| passwords(&api).len() >= 3);
-    let seen = passwords(&api);
+    controller.wait_until("three published tokens", |_| passwords().len() >= 3);
+    let seen = passwords();
     assert_eq!(
         seen[..3],
         [
@@ -317,7 +292,8 @@ fn entries_are_refreshed_after_their_refresh_point_and_dropped_when_expired() {
         ]
     );
     // Each refresh came after the entry's refresh point: fetchedAt + 40 % of its life at least.
-    let fetched: Vec<u64> = api
+    let fetched: Vec<u64> = w
+        .api
         .calls(Kind::Secret, "PUT")
         .iter()
         .take(3)
@@ -330,9 +306,9 @@ fn entries_are_refreshed_after_their_refresh_point_and_dropped_when_expired() {
     assert!(fetched.windows(2).all(|w| w[1] >= w[0] + 2), "{fetched:?}");
 
     // The provider fails from now on: the last entry stays until it expires, then is withdrawn.
-    ecr.set_failing(true);
+    w.ecr.set_failing(true);
     controller.wait_for_line("its entry expired and is withdrawn from the Secret");
-    controller.wait_until("the Secret emptied", |_| api.secret_data().is_empty());
+    controller.wait_until("the Secret emptied", |_| w.api.secret_data().is_empty());
     let (status, stderr) = controller.terminate();
     assert!(status.success(), "{stderr}");
     assert!(stderr.contains("keeping entry"), "{stderr}");
@@ -340,60 +316,54 @@ fn entries_are_refreshed_after_their_refresh_point_and_dropped_when_expired() {
 
 #[test]
 fn losing_the_lease_stops_writes_at_once() {
-    let dir = TempDir::new("ctl-lost");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("lost", 6);
-    let config = ecr_config(dir.path(), &ecr);
-    let mut controller = Controller::start(command(&api, dir.path(), &config));
+    let w = World::new("lost", 6);
+    let mut controller = Controller::start(w.command());
     controller.wait_until("a Secret write", |_| {
-        !api.calls(Kind::Secret, "PUT").is_empty()
+        !w.api.calls(Kind::Secret, "PUT").is_empty()
     });
-    api.live_holder(Some("controller-b"));
+    w.api.live_holder(Some("controller-b"));
     controller.wait_for_line("lost the Lease to controller-b: Secret writes stopped");
     // One more Lease read: anything sent before the loss has arrived by then.
-    let gets = api.calls(Kind::Lease, "GET").len();
+    let gets = w.api.calls(Kind::Lease, "GET").len();
     controller.wait_until("another Lease read", |_| {
-        api.calls(Kind::Lease, "GET").len() > gets
+        w.api.calls(Kind::Lease, "GET").len() > gets
     });
-    let (writes, fetches) = (api.calls(Kind::Secret, "PUT").len(), ecr.calls());
+    let (writes, fetches) = (w.api.calls(Kind::Secret, "PUT").len(), w.ecr.calls());
     // Past two refresh points of the six-second tokens (30 reads × 200 ms = 6 s).
-    let gets = api.calls(Kind::Lease, "GET").len();
+    let gets = w.api.calls(Kind::Lease, "GET").len();
     controller.wait_until("30 more Lease reads", |_| {
-        api.calls(Kind::Lease, "GET").len() >= gets + 30
+        w.api.calls(Kind::Lease, "GET").len() >= gets + 30
     });
     assert_eq!(
-        api.calls(Kind::Secret, "PUT").len(),
+        w.api.calls(Kind::Secret, "PUT").len(),
         writes,
         "no Secret write after the Lease was lost"
     );
     assert!(
-        ecr.calls() <= fetches + 1,
+        w.ecr.calls() <= fetches + 1,
         "at most the fetch already running finished"
     );
-    let lease_writes = api.calls(Kind::Lease, "PUT").len();
+    let lease_writes = w.api.calls(Kind::Lease, "PUT").len();
     let (status, stderr) = controller.terminate();
     assert!(status.success(), "{stderr}");
     assert_eq!(
-        api.calls(Kind::Lease, "PUT").len(),
+        w.api.calls(Kind::Lease, "PUT").len(),
         lease_writes,
         "a Lease it does not hold is not released"
     );
-    assert_eq!(api.lease_spec()["holderIdentity"], "controller-b");
+    assert_eq!(w.api.lease_spec()["holderIdentity"], "controller-b");
 }
 
 #[test]
 fn no_token_reaches_stderr_even_at_the_highest_verbosity() {
-    let dir = TempDir::new("ctl-verbose");
-    let api = FakeApi::start();
-    let ecr = FakeEcr::start("verbose", 3600);
-    let config = ecr_config(dir.path(), &ecr);
-    let mut cmd = command(&api, dir.path(), &config);
+    let w = World::new("verbose", 3600);
+    let mut cmd = w.command();
     cmd.arg("--v=9");
-    api.fault(Kind::Secret, "PUT", 1, 500);
+    w.api.fault(Kind::Secret, "PUT", 1, 500);
     let (code, stderr) = once(cmd);
     assert_eq!(code, 0, "{stderr}");
     // Register what was published, then scan again (once() scanned before it was known).
-    assert_eq!(api.secret_data().len(), 1);
+    assert_eq!(w.api.secret_data().len(), 1);
     assert_clean(&stderr);
     assert!(
         stderr.contains("DEBUG") || stderr.contains("TRACE"),

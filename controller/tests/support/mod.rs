@@ -530,6 +530,35 @@ pub fn parse_entry(bytes: &[u8]) -> Value {
     v
 }
 
+/// What most tests start from: a directory, the fake API server, a fake ECR whose tokens (named
+/// after `prefix`) live `life` seconds, and a config with one ECR target for it.
+pub struct World {
+    pub dir: TempDir,
+    pub api: FakeApi,
+    pub ecr: FakeEcr,
+    pub config: PathBuf,
+}
+
+impl World {
+    pub fn new(prefix: &str, life: u64) -> World {
+        let dir = TempDir::new(&format!("ctl-{prefix}"));
+        let api = FakeApi::start();
+        let ecr = FakeEcr::start(prefix, life);
+        let config = ecr_config(dir.path(), &ecr);
+        World {
+            dir,
+            api,
+            ecr,
+            config,
+        }
+    }
+
+    /// [`command`] for this world.
+    pub fn command(&self) -> Command {
+        command(&self.api, self.dir.path(), &self.config)
+    }
+}
+
 /// The controller as a process: hermetic environment, short durations, stderr collected live.
 pub struct Controller {
     child: Child,
