@@ -95,8 +95,8 @@ fn a_second_round_with_nothing_changed_writes_nothing() {
     let w = World::new("same", 3600);
     assert_eq!(once(w.command()).0, 0);
     let published = w.api.secret_data();
-    // The next round fetches a new token, so it does write; put the old data back by hand and
-    // check that a round which finds its data in place only reads.
+    // A working provider would hand out a new token; a failing one leaves the entry as it was, so
+    // this round finds the Secret already right and only reads it.
     w.ecr.set_failing(true);
     let (code, stderr) = once(w.command());
     assert_eq!(code, 1, "{stderr}");
