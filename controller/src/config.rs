@@ -107,10 +107,20 @@ impl Config {
         if identity.trim().is_empty() {
             return Err("sharedIdentity is empty: set the name nodes opt in with (their --token-cache-shared-identity)".into());
         }
-        if identity.len() > 253 || identity.chars().any(char::is_control) {
-            return Err(
-                "sharedIdentity must be at most 253 characters without control characters".into(),
-            );
+        // The providers' own rule for --token-cache-shared-identity: a name they would refuse
+        // would fail every run.
+        let edge =
+            |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let valid = identity.len() <= 63
+            && identity
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            && edge(identity.chars().next())
+            && edge(identity.chars().last());
+        if !valid {
+            return Err(format!(
+                "sharedIdentity {identity:?} is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit (as the providers' --token-cache-shared-identity)"
+            ));
         }
         if self.targets.is_empty() {
             return Err("targets is empty: nothing to fetch".into());
@@ -211,6 +221,16 @@ targets:
         assert!(refused(&twice).contains("used twice"));
         let reserved = GOOD.replace("AWS_REGION", "CREDENTIAL_PROVIDER_CACHE_JITTER");
         assert!(refused(&reserved).contains("sets itself"));
+        let upper = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: Nodes");
+        assert!(
+            refused(&upper).contains("is not a name"),
+            "{}",
+            refused(&upper)
+        );
+        let edge = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: nodes-");
+        assert!(refused(&edge).contains("is not a name"));
+        let dotted = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: eks.prod-1");
+        assert!(Config::parse(&dotted).is_ok());
         let empty = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: \"\"");
         assert!(refused(&empty).contains("sharedIdentity is empty"));
         let repeated = GOOD.replace(
