@@ -79,7 +79,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(controller::run(cli, config, identity))
+    let code = runtime.block_on(controller::run(cli, config, identity));
+    // A provider run interrupted by SIGTERM may still be going on a blocking thread: do not wait
+    // for it (dropping the runtime would), it ends with its own timeout.
+    runtime.shutdown_background();
+    code
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -383,3 +383,54 @@ fn a_bad_config_is_one_line_and_exit_2() {
     assert!(stderr.contains("unknown variant `gcr`"), "{stderr}");
     assert!(api.requests().is_empty());
 }
+
+#[test]
+fn sigterm_during_a_provider_run_stops_at_once_and_releases_the_lease() {
+    let dir = TempDir::new("ctl-sigterm");
+    let api = FakeApi::start();
+    let pid_file = dir.path().join("provider.pid");
+    let script = dir.path().join("slow-provider");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho $$ > {}\nexec sleep 600\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let target = TargetSpec {
+        provider: "ecr",
+        command: script,
+        args: Vec::new(),
+        env: Vec::new(),
+        image: format!("{ECR_HOST}/app"),
+    };
+    let mut controller = Controller::start(command(&api, dir.path(), &target.config(dir.path())));
+    controller.wait_until("the provider started", |_| {
+        std::fs::read_to_string(&pid_file).is_ok_and(|p| p.ends_with('\n'))
+    });
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let (status, stderr) = controller.terminate();
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    let provider_alive = unsafe { libc::kill(pid, 0) } == 0;
+    // SAFETY: ends the test's own stray process.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    assert!(status.success(), "{stderr}");
+    assert!(
+        provider_alive,
+        "the controller waited for the provider run to end:\n{stderr}"
+    );
+    assert!(
+        api.lease_spec()["holderIdentity"].is_null(),
+        "{}",
+        api.lease_spec()
+    );
+    assert!(api.calls(Kind::Secret, "PUT").is_empty());
+}
