@@ -205,43 +205,29 @@ targets:
 
     #[test]
     fn refuses_what_it_cannot_serve() {
-        let gcr = GOOD.replace("provider: ecr", "provider: gcr");
-        assert!(
-            refused(&gcr).contains("unknown variant `gcr`"),
-            "{}",
-            refused(&gcr)
-        );
-        let unknown = GOOD.replace("image:", "imag: x\n    image:");
-        assert!(refused(&unknown).contains("unknown field `imag`"));
-        let name = GOOD.replace("ecr-prod", "ECR_prod");
-        assert!(refused(&name).contains("name must be"));
+        let id = "sharedIdentity: nodes";
+        for (from, to, expected) in [
+            ("provider: ecr", "provider: gcr", "unknown variant `gcr`"),
+            ("image:", "imag: x\n    image:", "unknown field `imag`"),
+            ("ecr-prod", "ECR_prod", "name must be"),
+            (
+                "AWS_REGION",
+                "CREDENTIAL_PROVIDER_CACHE_JITTER",
+                "sets itself",
+            ),
+            (id, "sharedIdentity: Nodes", "is not a name"),
+            (id, "sharedIdentity: nodes-", "is not a name"),
+            (id, "sharedIdentity: \"\"", "sharedIdentity is empty"),
+            (id, "sharedIdentity: a\nsharedIdentity: b", "already set"),
+        ] {
+            let why = refused(&GOOD.replace(from, to));
+            assert!(why.contains(expected), "{to}: {why}");
+        }
         let twice = format!(
             "{GOOD}  - name: ecr-prod\n    provider: ecr\n    command: /x\n    image: a.b/c\n"
         );
         assert!(refused(&twice).contains("used twice"));
-        let reserved = GOOD.replace("AWS_REGION", "CREDENTIAL_PROVIDER_CACHE_JITTER");
-        assert!(refused(&reserved).contains("sets itself"));
-        let upper = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: Nodes");
-        assert!(
-            refused(&upper).contains("is not a name"),
-            "{}",
-            refused(&upper)
-        );
-        let edge = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: nodes-");
-        assert!(refused(&edge).contains("is not a name"));
-        let dotted = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: eks.prod-1");
-        assert!(Config::parse(&dotted).is_ok());
-        let empty = GOOD.replace("sharedIdentity: nodes", "sharedIdentity: \"\"");
-        assert!(refused(&empty).contains("sharedIdentity is empty"));
-        let repeated = GOOD.replace(
-            "sharedIdentity: nodes",
-            "sharedIdentity: a\nsharedIdentity: b",
-        );
-        assert!(
-            refused(&repeated).contains("already set"),
-            "{}",
-            refused(&repeated)
-        );
+        assert!(Config::parse(&GOOD.replace(id, "sharedIdentity: eks.prod-1")).is_ok());
         assert!(refused("sharedIdentity: nodes\ntargets: []\n").contains("nothing to fetch"));
     }
 }
