@@ -1569,11 +1569,11 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "--token-cache-shared-identity",
                 "Nodes",
             ],
-            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"Nodes\"",
+            "--token-cache-shared-identity: shared identity \"Nodes\" is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit",
         ),
         (
             &["--provider", "ecr", "--token-cache-shared-identity", ""],
-            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"\"",
+            "--token-cache-shared-identity: shared identity \"\" is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit",
         ),
         (
             &[
@@ -1582,7 +1582,7 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "--token-cache-shared-identity",
                 "nodes-",
             ],
-            "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got \"nodes-\"",
+            "--token-cache-shared-identity: shared identity \"nodes-\" is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit",
         ),
     ];
     for (args, why) in cases {

@@ -301,17 +301,8 @@ impl InitArgs {
         };
         // The providers' own rule (kcp-plugin's shared identity), so a printed config never
         // fails at a provider's start.
-        let edge = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-        let valid = (1..=63).contains(&name.len())
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
-            && edge(name.as_bytes().first())
-            && edge(name.as_bytes().last());
-        if !valid {
-            return usage(format!(
-                "--token-cache-shared-identity must be 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit, got {name:?}"
-            ));
+        if let Err(e) = kcp_plugin::token_cache::SharedIdentity::parse(name) {
+            return usage(format!("--token-cache-shared-identity: {e}"));
         }
         if !providers
             .iter()

@@ -118,6 +118,7 @@ const BODY_LOGGING_CRATES: &[&str] = &[
     "h2",
     "hyper",
     "hyper_util",
+    "kube_client",
     "reqwest",
     "rustls",
     "typespec_client_core",

@@ -157,8 +157,6 @@ pub fn service_account_token(
     uid: &str,
     pod: &str,
 ) -> String {
-    use base64::Engine;
-    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
     let claims = serde_json::json!({
         "aud": [audience],
         "exp": super::unix_now() + 3600,
@@ -170,9 +168,13 @@ pub fn service_account_token(
             "serviceaccount": {"name": name, "uid": uid},
         },
     });
-    format!(
-        "{}.{}.c2lnbmF0dXJl",
-        b64(r#"{"alg":"RS256","kid":"test"}"#),
-        b64(&claims.to_string())
-    )
+    unsigned_jwt(r#"{"alg":"RS256","kid":"test"}"#, &claims)
+}
+
+/// A JWT with this header and these claims and a dummy signature, as a client that does not
+/// verify it (a plugin reading a token's expiry) sees one.
+pub fn unsigned_jwt(header: &str, claims: &serde_json::Value) -> String {
+    use base64::Engine;
+    let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+    format!("{}.{}.c2lnbmF0dXJl", b64(header), b64(&claims.to_string()))
 }
