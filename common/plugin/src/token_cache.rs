@@ -36,7 +36,6 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::deadline::Deadline;
-use crate::jwt::ServiceAccountClaims;
 use crate::time::{from_unix_secs, unix_secs};
 use kcp_kubelet::secret::Secret;
 
@@ -45,8 +44,11 @@ use kcp_kubelet::secret::Secret;
 #[cfg_attr(unix, path = "token_cache/unix.rs")]
 #[cfg_attr(windows, path = "token_cache/windows.rs")]
 pub(crate) mod files;
+mod key;
 mod shared;
 
+pub use key::CacheKey;
+use key::{escape, stem_of};
 pub use shared::{Adopted, SharedIdentity, SyncReport, sync_from_dir};
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
@@ -135,147 +137,6 @@ impl RegistryToken {
         self.expires_at = self.obtained_at.checked_add(left);
         self
     }
-}
-
-/// What a cache entry is for: a provider, the scope of its tokens and a fingerprint of the
-/// identity that obtained them. Build one with [`CacheKey::new`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CacheKey {
-    canonical: String,
-    /// Length-prefixed identity parts; only their hash leaves this type.
-    identity: Vec<u8>,
-    /// Length-prefixed parts that say who the node itself is (its cloud credentials); a
-    /// [`SharedIdentity`] stands in for them. Empty: the key is not the node's own identity.
-    node: Vec<u8>,
-    /// Set by [`Self::service_account`]: a pod's identity, never shared between nodes.
-    pod: bool,
-    /// Set by [`Self::shared_as`]: the shared identity's name, kept readable in the entry.
-    shared: Option<String>,
-}
-
-impl CacheKey {
-    /// A key for `provider` (e.g. `ecr`). Add scope and identity parts, then use it.
-    pub fn new(provider: &str) -> Self {
-        CacheKey {
-            canonical: format!("provider={}", escape(provider)),
-            identity: lp(provider),
-            node: Vec::new(),
-            pod: false,
-            shared: None,
-        }
-    }
-
-    /// Adds a scope part (region, login server, audience…), kept readable in the entry.
-    pub fn scope(mut self, name: &str, value: &str) -> Self {
-        self.canonical
-            .push_str(&format!(";{}={}", escape(name), escape(value)));
-        self
-    }
-
-    /// Adds an identity part; only its hash is kept. Never pass a secret: a hash of a
-    /// low-entropy secret can be guessed.
-    pub fn identity(mut self, name: &str, value: &str) -> Self {
-        self.identity.extend(lp(name));
-        self.identity.extend(lp(value));
-        self
-    }
-
-    /// Adds each environment variable in `names` (set or not) to the identity.
-    pub fn identity_env(self, names: &[&str]) -> Self {
-        names.iter().fold(self, |key, name| {
-            let value = std::env::var(name).ok();
-            key.identity(name, env_value(value.as_deref()))
-        })
-    }
-
-    /// Adds a part saying who the node itself is (its ambient cloud credentials). Unlike
-    /// [`Self::identity`], a node in fleet mode replaces these parts with its
-    /// [`SharedIdentity`], so nodes that share one cloud identity share the entry.
-    pub fn node_identity(mut self, name: &str, value: &str) -> Self {
-        self.node.extend(lp(name));
-        self.node.extend(lp(value));
-        self
-    }
-
-    /// [`Self::node_identity`] for each environment variable in `names` (set or not).
-    pub fn node_identity_env(self, names: &[&str]) -> Self {
-        names.iter().fold(self, |key, name| {
-            let value = std::env::var(name).ok();
-            key.node_identity(name, env_value(value.as_deref()))
-        })
-    }
-
-    /// This key as a node of `shared` computes it: the node's own identity parts replaced by the
-    /// shared identity's name, the scope and every other part kept (an assumed role stays part
-    /// of who the token is for). `None` when the key is not for the node's own identity: a
-    /// pod's service account, or a provider that names no node identity parts.
-    pub fn shared_as(&self, shared: &SharedIdentity) -> Option<CacheKey> {
-        if self.pod || self.node.is_empty() {
-            return None;
-        }
-        let mut key = self.clone();
-        key.node = lp("shared-identity");
-        key.node.extend(lp(shared.name()));
-        key.shared = Some(shared.name().to_owned());
-        Some(key)
-    }
-
-    /// Adds the service account a pod's token was minted for (namespace, name, UID and the
-    /// token's audiences, from its claims) to the identity: pods of one service account share an
-    /// entry, other accounts never do, and the token itself stays out of the key. `None` (do not
-    /// cache) for a token without those claims.
-    pub fn service_account(self, token: &Secret) -> Option<Self> {
-        match ServiceAccountClaims::from_token(token.expose()) {
-            Some(claims) => Some(self.with_claims(&claims)),
-            None => {
-                tracing::info!(
-                    "token cache not used: the service-account token carries no namespace/name/uid claims"
-                );
-                None
-            }
-        }
-    }
-
-    /// [`Self::service_account`] with the claims already read.
-    fn with_claims(mut self, claims: &ServiceAccountClaims) -> Self {
-        self.pod = true;
-        let key = self
-            .identity("sa.namespace", &claims.namespace)
-            .identity("sa.name", &claims.name)
-            .identity("sa.uid", &claims.uid);
-        claims
-            .audiences
-            .iter()
-            .fold(key, |key, aud| key.identity("sa.aud", aud))
-    }
-
-    /// The text stored in the entry and compared on read: scope in clear, identity hashed.
-    pub fn canonical(&self) -> String {
-        let mut context = ring::digest::Context::new(&ring::digest::SHA256);
-        context.update(&self.identity);
-        context.update(&self.node);
-        let shared = self
-            .shared
-            .as_deref()
-            .map(|name| format!(";{SHARED_PART}={}", escape(name)))
-            .unwrap_or_default();
-        format!(
-            "{}{shared};identity=sha256:{}",
-            self.canonical,
-            kcp_kubelet::hex::encode(context.finish().as_ref())
-        )
-    }
-
-    /// The entry's file name stem: a hash of the canonical text.
-    fn file_stem(&self) -> String {
-        stem_of(&self.canonical())
-    }
-}
-
-/// The file name stem of the entry whose key's canonical text is `canonical`.
-fn stem_of(canonical: &str) -> String {
-    let digest = ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes());
-    kcp_kubelet::hex::encode(&digest.as_ref()[..16])
 }
 
 /// How a run's credential was obtained, for logs and tests.
@@ -783,25 +644,6 @@ fn temporary_name(path: &Path) -> PathBuf {
         std::process::id(),
         fastrand::u32(..)
     ))
-}
-
-/// How an environment variable's value enters a key: unset differs from every value.
-fn env_value(value: Option<&str>) -> &str {
-    value.unwrap_or("\u{0}unset")
-}
-
-/// Length-prefixed bytes, so `("ab","c")` and `("a","bc")` hash differently.
-fn lp(text: &str) -> Vec<u8> {
-    let mut out = (text.len() as u64).to_be_bytes().to_vec();
-    out.extend_from_slice(text.as_bytes());
-    out
-}
-
-/// Keeps `;` and `=` unambiguous in the canonical text.
-fn escape(text: &str) -> String {
-    text.replace('%', "%25")
-        .replace(';', "%3B")
-        .replace('=', "%3D")
 }
 
 fn secs(d: Duration) -> i64 {

@@ -1,6 +1,7 @@
 //! The token cache's unit tests (Unix): keys, entries, locking, file checks, herds in one process.
 
 use super::*;
+use crate::jwt::ServiceAccountClaims;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
