@@ -372,7 +372,8 @@ impl FakeEcr {
     }
 }
 
-/// A provider binary of the workspace, the controller's sibling in the target directory.
+/// A provider binary of the workspace, the controller's sibling in the target directory (the
+/// cross-built one under scripts/cross-test).
 pub fn provider_binary(name: &str) -> PathBuf {
     let path = Path::new(BIN).parent().unwrap().join(name);
     assert!(
@@ -380,7 +381,7 @@ pub fn provider_binary(name: &str) -> PathBuf {
         "{} is missing: build it first (cargo build -p {name}; cargo test --workspace does)",
         path.display()
     );
-    path
+    kcp_testkit::binary_under_test(path)
 }
 
 /// The workspace's ECR provider.
@@ -568,7 +569,7 @@ pub struct Controller {
 
 /// The command line every test starts from: short Lease durations so takeovers happen fast.
 pub fn command(api: &FakeApi, dir: &Path, config: &Path) -> Command {
-    let mut command = Command::new(BIN);
+    let mut command = Command::new(kcp_testkit::binary_under_test(BIN));
     command
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
