@@ -43,7 +43,8 @@ fn ecr(password: &str, life: u64) -> FakeServer {
 /// The ECR provider with its own static AWS credentials (`who`), its cache in `cache`, in
 /// fleet mode for `identity`.
 fn provider(ecr: &FakeServer, who: &str, cache: &Path, identity: &str) -> Plugin {
-    Plugin::new(common::target_bin_dir().join("ecr-credential-provider"))
+    // target_bin_dir is already the directory of the binaries under test (cross-built too).
+    Plugin::program(common::target_bin_dir().join(common::exe("ecr-credential-provider")))
         .env("AWS_ACCESS_KEY_ID", who)
         .env("AWS_SECRET_ACCESS_KEY", "static-secret-key-value")
         .env("AWS_EC2_METADATA_DISABLED", "true")
