@@ -223,9 +223,11 @@ class FleetSimTest(unittest.TestCase):
         self.assertLessEqual(r["node_fetches"], today["calls"])
         self.assertLessEqual(today["calls"], nodes * registries * per_stream)
 
-    def test_copied_entries_are_refreshed_by_all_nodes_at_once_unless_nodes_jitter_them(self):
-        # The controller's entry carries one refresh point (it runs the provider without jitter),
-        # so after a long outage every node falls back within minutes of the margin.
+    def test_nodes_refresh_copied_entries_at_their_own_points_not_all_at_once(self):
+        # The controller's entry carries one refresh point (it runs the provider without jitter).
+        # Each node draws its own when it copies the entry (wait --cache-jitter, default 10 %), so
+        # after a long outage the nodes fall back spread over an hour and more; with
+        # --fleet-node-jitter 0 they would all fall back within minutes of the margin.
         args = (
             "--nodes=3000",
             "--registries=1",
@@ -235,11 +237,15 @@ class FleetSimTest(unittest.TestCase):
             "--fleet-down=1h:13h",
             "--scenarios=scale-up+disk+jitter+fleet",
         )
-        together = run(*args)["scale-up+disk+jitter+fleet"]
-        spread = run(*args, "--fleet-node-jitter=10")["scale-up+disk+jitter+fleet"]
+        spread = run(*args)["scale-up+disk+jitter+fleet"]
+        together = run(*args, "--fleet-node-jitter=0")["scale-up+disk+jitter+fleet"]
+        self.assertEqual(spread, run(*args, "--fleet-node-jitter=10")["scale-up+disk+jitter+fleet"])
         self.assertEqual(together["node_fetches"], 3000)
+        self.assertEqual(spread["node_fetches"], 3000)
         self.assertGreater(together["peak_after_first_hour"], ECR_RATE)
         self.assertLess(3 * spread["peak_after_first_hour"], together["peak_after_first_hour"])
+        self.assertLessEqual(spread["peak_after_first_hour"], ECR_RATE)
+        self.assertEqual((spread["throttled"], spread["failed_execs"]), (0, 0))
 
     def test_a_nodes_own_fresher_entry_is_kept_over_an_older_copy(self):
         # Every node pulls before its first sync, so it fetches its own entry, fresher than the
@@ -255,6 +261,8 @@ class FleetSimTest(unittest.TestCase):
             "--ramp=3600",
             "--churn=60",
             "--fleet-pulls-before-sync=1",
+            # Copies at the margin, so a copy would make every node refresh at 11 h 55 min.
+            "--fleet-node-jitter=0",
             "--fleet-down=10m:20h",
             "--scenarios=scale-up+disk+fleet",
         )["scale-up+disk+fleet"]
