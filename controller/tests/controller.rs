@@ -63,13 +63,24 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
     assert_eq!(body(&puts[0])["metadata"]["resourceVersion"], before);
     assert_eq!(body(&puts[0])["type"], "Opaque");
     assert_eq!(w.api.calls(Kind::Secret, "GET").len(), 1);
-    // The Lease: taken as ME, then released (no holder, as client-go's ReleaseOnCancel).
+    // The Lease: taken as ME, then released (no holder, as client-go's ReleaseOnCancel). A slow
+    // machine (qemu) may see renewals by ME in between; nothing else.
     let lease_puts = w.api.calls(Kind::Lease, "PUT");
-    assert_eq!(lease_puts.len(), 2, "take and release");
+    assert!(
+        lease_puts.len() >= 2,
+        "take and release: {}",
+        lease_puts.len()
+    );
     let taken = &body(&lease_puts[0])["spec"];
     assert_eq!(taken["holderIdentity"], ME);
     assert_eq!(taken["leaseDurationSeconds"], 4);
     assert_eq!(taken["leaseTransitions"], 1);
+    for renewal in &lease_puts[1..lease_puts.len() - 1] {
+        let spec = &body(renewal)["spec"];
+        assert_eq!(spec["holderIdentity"], ME, "{spec}");
+        assert_eq!(spec["acquireTime"], taken["acquireTime"], "{spec}");
+        assert_eq!(spec["leaseTransitions"], 1, "{spec}");
+    }
     assert!(
         w.api.lease_spec()["holderIdentity"].is_null(),
         "{}",

@@ -300,9 +300,6 @@ impl TokenCache {
         };
         let fetched_at = unix_secs(token.obtained_at);
         let expires_at = unix_secs(expires_at);
-        let lifetime = expires_at.saturating_sub(fetched_at).max(0);
-        let early =
-            (lifetime as f64 * f64::from(self.jitter_percent) / 100.0 * fastrand::f64()) as i64;
         let entry = Entry {
             version: ENTRY_VERSION,
             key: key.canonical(),
@@ -310,9 +307,7 @@ impl TokenCache {
             password: token.password.clone(),
             expires_at,
             fetched_at,
-            refresh_at: expires_at
-                .saturating_sub(secs(self.margin))
-                .saturating_sub(early),
+            refresh_at: self.refresh_point(fetched_at, expires_at),
         };
         let path = self.entry_path(key);
         match serde_json::to_vec(&entry)
@@ -325,6 +320,17 @@ impl TokenCache {
                 tracing::warn!(path = %path.display(), "token cache: writing the entry failed: {e}")
             }
         }
+    }
+
+    /// When an entry fetched at `fetched_at` and expiring at `expires_at` (Unix seconds) is
+    /// refetched: the margin before its expiry, less a random 0..jitter % of its life.
+    fn refresh_point(&self, fetched_at: i64, expires_at: i64) -> i64 {
+        let lifetime = expires_at.saturating_sub(fetched_at).max(0);
+        let early =
+            (lifetime as f64 * f64::from(self.jitter_percent) / 100.0 * fastrand::f64()) as i64;
+        expires_at
+            .saturating_sub(secs(self.margin))
+            .saturating_sub(early)
     }
 
     /// Creates the directory (closed to other users), and refuses one that is not ours.

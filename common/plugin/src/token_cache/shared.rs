@@ -149,12 +149,7 @@ impl TokenCache {
     /// without this all of them would reach its refresh point, and fetch on their own if the
     /// controller has not replaced it by then, in the same few minutes.
     fn with_own_refresh_point(&self, mut entry: Entry) -> Entry {
-        let life = entry.expires_at.saturating_sub(entry.fetched_at).max(0);
-        let early = (life as f64 * f64::from(self.jitter_percent) / 100.0 * fastrand::f64()) as i64;
-        let own = entry
-            .expires_at
-            .saturating_sub(super::secs(self.margin))
-            .saturating_sub(early);
+        let own = self.refresh_point(entry.fetched_at, entry.expires_at);
         entry.refresh_at = entry.refresh_at.min(own);
         entry
     }
