@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::io::{BufRead as _, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -783,30 +782,6 @@ fn usage_errors() {
             "credential-provider-check: install writes Linux nodes; for --platform aks-windows see docs/install.md\n"
         )
     );
-}
-
-#[test]
-fn wait_exits_zero_on_sigterm() {
-    if skip("wait_exits_zero_on_sigterm") {
-        return;
-    }
-    let mut child = Command::new(common::checker())
-        .arg("wait")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line, "waiting for SIGTERM\n");
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
 }
 
 /// `--no-config`: the binaries and their checksums only; no config is read, written or checked.

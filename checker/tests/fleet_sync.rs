@@ -62,17 +62,14 @@ fn published(fake: &FakeServer, password: &str, identity: &str, dir: &Path) -> (
     let cache = dir.join(format!("controller-{identity}-{password}"));
     let out = provider(fake, "AKIDCONTROLLER", &cache, identity).request(ApiVersion::V1, IMAGE);
     assert_eq!(out.accepted().auth[HOST].1, password);
-    let mut entries: Vec<_> = std::fs::read_dir(&cache)
+    let entry = kcp_testkit::cache::cache_entries(&cache, 1).remove(0);
+    let name = entry
+        .path
+        .file_name()
         .unwrap()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-        .collect();
-    assert_eq!(entries.len(), 1);
-    let entry = entries.remove(0);
-    (
-        entry.file_name().into_string().unwrap(),
-        std::fs::read(entry.path()).unwrap(),
-    )
+        .to_string_lossy()
+        .into_owned();
+    (name, entry.text.into_bytes())
 }
 
 /// A Secret volume as the kubelet's atomic writer lays it out: the files in a timestamped
@@ -122,12 +119,22 @@ struct Wait {
 }
 
 impl Wait {
+    /// `wait` in fleet mode, copying `volume` into `cache` for `identity`.
     fn start(volume: &Path, cache: &Path, identity: &str, interval: &str) -> Self {
+        Self::spawn(&[
+            "--sync-interval".to_owned(),
+            interval.to_owned(),
+            format!("--fleet-tokens={}", volume.display()),
+            format!("--token-cache-dir={}", cache.display()),
+            format!("--token-cache-shared-identity={identity}"),
+        ])
+    }
+
+    /// `wait ARGS`, returned once it says its signal handlers are in place.
+    fn spawn(args: &[String]) -> Self {
         let mut child = Command::new(common::checker())
-            .args(["wait", "--sync-interval", interval])
-            .arg(format!("--fleet-tokens={}", volume.display()))
-            .arg(format!("--token-cache-dir={}", cache.display()))
-            .arg(format!("--token-cache-shared-identity={identity}"))
+            .arg("wait")
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -314,6 +321,17 @@ fn a_corrupt_or_expired_entry_is_refused_and_the_node_fetches_on_its_own() {
         2,
         "the controller's call and the node's own"
     );
+}
+
+/// Without fleet flags, `wait` only waits: the DaemonSet's main container as PID 1, which must
+/// leave at once on SIGTERM (the image has no shell to sleep in).
+#[test]
+fn wait_exits_zero_on_sigterm() {
+    if skip("wait_exits_zero_on_sigterm") {
+        return;
+    }
+    let (code, stderr) = Wait::spawn(&[]).stop();
+    assert_eq!((code, stderr.as_str()), (Some(0), ""));
 }
 
 #[test]
