@@ -12,11 +12,12 @@ use tokio::sync::{Notify, watch};
 
 use crate::cli::Cli;
 use crate::config::Config;
-use crate::entry::{self, Entry};
+use crate::entry::Entry;
 use crate::fetch::{self, Fetcher};
 use crate::lease::{Attempt, Elector};
 use crate::schedule::{self, Backoff};
 use crate::secret::{self, PublishError, Published};
+use kcp_plugin::time::unix_secs;
 
 /// The longest wait after repeated failures (provider runs and Secret writes).
 const MAX_BACKOFF: Duration = Duration::from_secs(5 * 60);
@@ -306,7 +307,7 @@ impl Worker {
         let slot = &mut self.slots[i];
         match result {
             Ok(entry) => {
-                let now = entry::unix(SystemTime::now());
+                let now = unix_secs(SystemTime::now());
                 slot.backoff.reset();
                 slot.due = refresh_instant(&entry);
                 tracing::info!(
@@ -327,7 +328,7 @@ impl Worker {
                     Some(e) => format!(
                         "keeping entry {} (expires in {}s)",
                         e.file_name(),
-                        e.expires_at - entry::unix(SystemTime::now())
+                        e.expires_at - unix_secs(SystemTime::now())
                     ),
                     None => "no entry to publish for it".to_owned(),
                 };
@@ -343,7 +344,7 @@ impl Worker {
 
     /// Drops expired entries; true when one was dropped.
     fn drop_expired(&mut self) -> bool {
-        let now = entry::unix(SystemTime::now());
+        let now = unix_secs(SystemTime::now());
         let mut dropped = false;
         for slot in &mut self.slots {
             if slot.entry.as_ref().is_some_and(|e| e.expired(now)) {
@@ -548,7 +549,7 @@ fn expiry_instant(entry: &Entry) -> Instant {
 
 /// The monotonic instant of a Unix time (now when it is past).
 fn instant_of(unix: i64) -> Instant {
-    let left = unix.saturating_sub(entry::unix(SystemTime::now())).max(0);
+    let left = unix.saturating_sub(unix_secs(SystemTime::now())).max(0);
     Instant::now() + Duration::from_secs(u64::try_from(left).unwrap_or(0))
 }
 

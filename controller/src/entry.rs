@@ -4,12 +4,8 @@
 
 use std::time::SystemTime;
 
-use serde::Deserialize;
-
-/// The layout version the token cache writes.
-const ENTRY_VERSION: u32 = 1;
-/// Entries are a few hundred bytes; the token cache refuses more than this too.
-const MAX_ENTRY_BYTES: usize = 64 * 1024;
+use kcp_plugin::time::unix_secs;
+use kcp_plugin::token_cache::PublishedEntry;
 
 /// A checked entry: its file name's stem, its bytes exactly as written, and its times.
 #[derive(Clone, PartialEq, Eq)]
@@ -34,20 +30,6 @@ impl std::fmt::Debug for Entry {
     }
 }
 
-/// The fields of an entry; the token fields are read only to check they are there.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[allow(dead_code)]
-struct Fields {
-    version: u32,
-    key: String,
-    username: String,
-    password: kcp_kubelet::secret::Secret,
-    expires_at: i64,
-    fetched_at: i64,
-    refresh_at: i64,
-}
-
 impl Entry {
     /// The Secret data key: the cache's file name.
     pub fn file_name(&self) -> String {
@@ -59,56 +41,22 @@ impl Entry {
         self.expires_at <= now
     }
 
-    /// Checks a file named `name` holding `bytes`: a cache entry's name, a well-formed entry of
-    /// the cache's layout, not expired at `now`. The reason for a refusal quotes nothing from
-    /// the bytes.
+    /// Checks a file named `name` holding `bytes` with the token cache's own rules for a
+    /// published entry ([`PublishedEntry::parse`]: its name, size, layout and times), and that
+    /// it has not expired at `now`. The reason for a refusal quotes nothing from the bytes.
     pub fn check(name: &str, bytes: Vec<u8>, now: SystemTime) -> Result<Entry, String> {
-        let stem = stem_of(name).ok_or("not a token cache entry's file name")?;
-        if bytes.len() > MAX_ENTRY_BYTES {
-            return Err(format!("{} bytes, too large for an entry", bytes.len()));
-        }
-        let fields: Fields = serde_json::from_slice(&bytes).map_err(|e| {
-            // Line and column only: serde's message may quote a value (the token).
-            format!(
-                "not a token cache entry (line {}, column {})",
-                e.line(),
-                e.column()
-            )
-        })?;
-        if fields.version != ENTRY_VERSION {
-            return Err(format!(
-                "layout version {} is not {ENTRY_VERSION}",
-                fields.version
-            ));
-        }
-        if fields.fetched_at > fields.expires_at {
-            return Err("fetched after it expires".into());
-        }
+        let published = PublishedEntry::parse(name, &bytes)?;
         let entry = Entry {
-            stem: stem.to_owned(),
+            stem: published.stem().to_owned(),
             bytes,
-            fetched_at: fields.fetched_at,
-            expires_at: fields.expires_at,
+            fetched_at: published.fetched_at(),
+            expires_at: published.expires_at(),
         };
-        if entry.expired(unix(now)) {
+        if entry.expired(unix_secs(now)) {
             return Err("expired".into());
         }
         Ok(entry)
     }
-}
-
-/// The stem of a cache entry's file name (`<32 lowercase hex>.json`), else `None`.
-pub fn stem_of(name: &str) -> Option<&str> {
-    let stem = name.strip_suffix(".json")?;
-    (stem.len() == 32 && stem.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')))
-        .then_some(stem)
-}
-
-/// Unix seconds of `time` (0 before 1970).
-pub fn unix(time: SystemTime) -> i64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

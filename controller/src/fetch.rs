@@ -13,7 +13,8 @@ use kcp_kubelet::protocol::{ApiVersion, encode_request};
 use kcp_kubelet_emulation::exec::{DecodeContext, PluginExec, decode_response};
 
 use crate::config::Target;
-use crate::entry::{self, Entry};
+use crate::entry::Entry;
+use kcp_plugin::token_cache::PublishedEntry;
 
 /// A provider run's stderr is quoted in a failure at most this long.
 const MAX_QUOTED_STDERR: usize = 400;
@@ -128,7 +129,7 @@ impl Fetcher {
         let mut found = Vec::new();
         for item in dir.flatten() {
             let name = item.file_name().to_string_lossy().into_owned();
-            if entry::stem_of(&name).is_none() {
+            if !PublishedEntry::is_entry_name(&name) {
                 continue;
             }
             let Ok(bytes) = std::fs::read(item.path()) else {

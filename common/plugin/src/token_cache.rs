@@ -49,7 +49,7 @@ mod shared;
 
 pub use key::CacheKey;
 use key::{escape, stem_of};
-pub use shared::{Adopted, SharedIdentity, SyncReport, sync_from_dir};
+pub use shared::{Adopted, PublishedEntry, SharedIdentity, SyncReport, sync_from_dir};
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
 pub const DEFAULT_DIR: &str = if cfg!(windows) {

@@ -111,7 +111,7 @@ pub fn sync_from_dir(
     let mut names: Vec<String> = listing
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|name| matches!(cache_file_name(name), Some((_, CacheFile::Entry))))
+        .filter(|name| PublishedEntry::is_entry_name(name))
         .take(super::MAX_ENTRIES)
         .collect();
     names.sort();
@@ -143,6 +143,69 @@ fn read_published(path: &Path) -> Result<Vec<u8>, String> {
     super::read_capped(file, MAX_ENTRY_BYTES)
 }
 
+/// A token cache entry file as a provider wrote it and fleet mode passes it on (the controller
+/// publishes it, `wait` copies it), checked for what both sides need: one of the cache's entry
+/// names, at most an entry's size, exactly the cache's layout, times in order. Its token is
+/// never shown; what decides whether a node may use it is [`TokenCache::adopt`]'s.
+pub struct PublishedEntry {
+    stem: String,
+    entry: Entry,
+}
+
+impl PublishedEntry {
+    /// Checks the file `name` holding `bytes`; a refusal quotes nothing from the bytes.
+    pub fn parse(name: &str, bytes: &[u8]) -> Result<Self, String> {
+        let Some((stem, CacheFile::Entry)) = cache_file_name(name) else {
+            return Err("not a token cache entry name".into());
+        };
+        if u64::try_from(bytes.len()).map_or(true, |len| len > MAX_ENTRY_BYTES) {
+            return Err(format!("{} bytes, too large for an entry", bytes.len()));
+        }
+        // serde's message could quote a value; say only where it went wrong.
+        let entry: Entry = serde_json::from_slice(bytes).map_err(|e| {
+            format!(
+                "not a token cache entry (line {}, column {})",
+                e.line(),
+                e.column()
+            )
+        })?;
+        if entry.version != super::ENTRY_VERSION {
+            return Err(format!(
+                "layout version {} is not {}",
+                entry.version,
+                super::ENTRY_VERSION
+            ));
+        }
+        if entry.refresh_at > entry.expires_at || entry.fetched_at > entry.expires_at {
+            return Err("its times are out of order".into());
+        }
+        Ok(PublishedEntry {
+            stem: stem.to_owned(),
+            entry,
+        })
+    }
+
+    /// Whether `name` is one of the cache's entry file names (`<32 lowercase hex>.json`).
+    pub fn is_entry_name(name: &str) -> bool {
+        matches!(cache_file_name(name), Some((_, CacheFile::Entry)))
+    }
+
+    /// The file name's stem: the hash of the entry's key.
+    pub fn stem(&self) -> &str {
+        &self.stem
+    }
+
+    /// When the token was fetched, Unix seconds.
+    pub fn fetched_at(&self) -> i64 {
+        self.entry.fetched_at
+    }
+
+    /// When the token expires, Unix seconds.
+    pub fn expires_at(&self) -> i64 {
+        self.entry.expires_at
+    }
+}
+
 impl TokenCache {
     /// `entry` with a refresh point of this node's own: a random 0..jitter % of its life before
     /// the margin, never later than the published one. Every node copies the same entry, so
@@ -160,30 +223,14 @@ impl TokenCache {
         let Some(shared) = &self.shared else {
             return Adopted::Refused("this node has no shared identity".into());
         };
-        let Some((stem, CacheFile::Entry)) = cache_file_name(name) else {
-            return Adopted::Refused("not a token cache entry name".into());
+        let PublishedEntry {
+            stem,
+            entry: incoming,
+        } = match PublishedEntry::parse(name, bytes) {
+            Ok(published) => published,
+            Err(reason) => return Adopted::Refused(reason),
         };
-        if u64::try_from(bytes.len()).map_or(true, |len| len > MAX_ENTRY_BYTES) {
-            return Adopted::Refused(format!("{} bytes, too large for an entry", bytes.len()));
-        }
-        // serde's message could quote a value; say only where it went wrong.
-        let incoming: Entry = match serde_json::from_slice(bytes) {
-            Ok(entry) => entry,
-            Err(e) => {
-                return Adopted::Refused(format!(
-                    "not a token cache entry (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ));
-            }
-        };
-        if incoming.version != super::ENTRY_VERSION {
-            return Adopted::Refused(format!(
-                "layout version {} is not {}",
-                incoming.version,
-                super::ENTRY_VERSION
-            ));
-        }
+        let stem = stem.as_str();
         if super::stem_of(&incoming.key) != stem {
             return Adopted::Refused("its key does not hash to its file name".into());
         }
@@ -201,9 +248,6 @@ impl TokenCache {
         let left = incoming.expires_at.saturating_sub(now_s);
         if left < super::secs(self.margin) {
             return Adopted::Refused(format!("{left}s of life left, less than the margin"));
-        }
-        if incoming.refresh_at > incoming.expires_at || incoming.fetched_at > incoming.expires_at {
-            return Adopted::Refused("its times are out of order".into());
         }
         let path = self.stem_path(stem, "json");
         let lock_path = self.stem_path(stem, "lock");
