@@ -46,6 +46,11 @@ pub struct DoctorArgs {
     /// (repeatable).
     #[arg(long = "image", value_name = "IMAGE")]
     pub images: Vec<String>,
+    /// Fleet mode: the token controller's Secret as mounted here (the DaemonSet's /fleet-tokens),
+    /// instead of the copies in the providers' token cache: whether this node's providers read
+    /// the entries it publishes (with --image: which entry each matching provider reads).
+    #[arg(long, value_name = "DIR")]
+    pub fleet_tokens: Option<PathBuf>,
 }
 
 /// The kubelet found, as its process shows it.
@@ -88,6 +93,8 @@ pub struct Diagnosis {
     pub rbac: Option<String>,
     /// One entry per `--image`, when the kubelet's config could be read.
     pub images: Vec<ImageCheck>,
+    /// With `--fleet-tokens`: what is published and which entries the providers read.
+    pub fleet: Vec<String>,
 }
 
 /// What the kubelet does for one `--image`: the providers it runs and how each run ends.
@@ -131,14 +138,14 @@ impl Diagnosis {
         self.problems.is_empty()
     }
 
-    fn problem(&mut self, provider: Option<&str>, message: impl Into<String>) {
+    pub(crate) fn problem(&mut self, provider: Option<&str>, message: impl Into<String>) {
         self.problems.push(Finding {
             provider: provider.map(str::to_owned),
             message: message.into(),
         });
     }
 
-    fn warning(&mut self, provider: Option<&str>, message: impl Into<String>) {
+    pub(crate) fn warning(&mut self, provider: Option<&str>, message: impl Into<String>) {
         self.warnings.push(Finding {
             provider: provider.map(str::to_owned),
             message: message.into(),
@@ -252,6 +259,17 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis, String> {
             for image in &args.images {
                 check_image(&bin, &config, image, &mut d)?;
             }
+            let env = crate::doctor_fleet::kubelet_environment(root, d.kubelet.as_ref());
+            let fleet_tokens = args.fleet_tokens.as_deref();
+            crate::doctor_fleet::check(
+                root,
+                &bin,
+                &config,
+                &env,
+                fleet_tokens,
+                &args.images,
+                &mut d,
+            );
             d.rbac = rbac(&config);
             d.judged = Some(Ok((config, v)));
         }

@@ -12,15 +12,17 @@
 //! - `install --host-root DIR --from DIR --provider P [--platform P] ...`: put the binaries and
 //!   `init`'s config on a node whose root is mounted at DIR (the DaemonSet in deploy/); `wait`:
 //!   that DaemonSet's main container, which has no shell to sleep in.
-//! - `doctor [--host-root DIR] [--image IMAGE]...`: find the running kubelet, its flags, gates and
-//!   version, say what its next pull will do and run the providers matching each IMAGE (exit 1
-//!   when it fails or goes anonymous).
+//! - `doctor [--host-root DIR] [--image IMAGE]... [--fleet-tokens DIR]`: find the running kubelet,
+//!   its flags, gates and version, say what its next pull will do and run the providers matching
+//!   each IMAGE (exit 1 when it fails or goes anonymous); in fleet mode, whether the providers read
+//!   the entries the token controller publishes.
 //!
 //! Exit status: 0 yes (valid / a provider matches / usable credentials / config printed), 1 no
 //! (for `init`: the kubelet would refuse what the options ask for), 2 usage error. Every error is
 //! one line on stderr.
 
 mod doctor;
+mod doctor_fleet;
 mod explain;
 mod init;
 mod install;

@@ -428,6 +428,7 @@ pub fn doctor_json(d: &crate::doctor::Diagnosis) -> Value {
         "warnings": findings_json(&d.warnings),
         "validation": judged,
         "rbac": d.rbac,
+        "fleet": d.fleet,
         "images": d.images.iter().map(|i| json!({
             "image": i.matched.image,
             "normalized": i.matched.normalized,
@@ -518,6 +519,9 @@ pub fn doctor_human(d: &crate::doctor::Diagnosis) -> String {
                 crate::doctor::run_verdict(run)
             );
         }
+    }
+    for line in &d.fleet {
+        let _ = writeln!(s, "fleet: {line}");
     }
     if let Some(rbac) = &d.rbac {
         let _ = writeln!(

@@ -8,9 +8,11 @@
 //! renamed, and the signal is looked at between rounds.
 //!
 //! The sync runs every `--sync-interval` and as soon as the kubelet swaps the Secret volume's
-//! content (its `..data` link changes, checked every second). What it copies, and what it refuses,
-//! is `kcp_plugin::token_cache::sync_from_dir`'s rule; nothing here fails the container: an
-//! unusable cache directory or a bad entry is one warning line, and the next round tries again.
+//! content (its `..data` link changes, checked every second). What it copies, replaces, withdraws
+//! and refuses is `kcp_plugin::token_cache::sync_from_dir`'s rule; nothing here fails the
+//! container: an unusable cache directory or a bad entry is one warning line, and the next round
+//! tries again. A refused entry is logged once per file and reason, not every round: a Secret
+//! that stays wrong for a day is one line, and the same line again only after it changed.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -42,9 +44,9 @@ pub struct WaitArgs {
     pub sync_interval: GoDuration,
 }
 
-/// What `wait` was asked to keep in sync.
+/// What `wait` was asked to keep in sync: the Secret volume and the host's token cache.
 #[cfg_attr(not(unix), allow(dead_code))]
-struct Sync {
+struct FleetSync {
     from: PathBuf,
     cache: kcp_plugin::token_cache::TokenCache,
     interval: Duration,
@@ -73,7 +75,7 @@ pub fn run(args: &WaitArgs) -> Result<u8, String> {
             let cache = kcp_plugin::token_cache::TokenCache::new(dir)
                 .with_refresh_jitter(args.cache_jitter)
                 .with_shared_identity(Some(shared));
-            platform::wait(Some(Sync {
+            platform::wait(Some(FleetSync {
                 from: from.clone(),
                 cache,
                 interval,
@@ -93,7 +95,9 @@ mod platform {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::{Duration, Instant, SystemTime};
 
-    use super::Sync;
+    use std::collections::BTreeMap;
+
+    use super::FleetSync;
 
     /// Set by the signal handler; the loop looks at it between rounds.
     static STOP: AtomicBool = AtomicBool::new(false);
@@ -101,7 +105,7 @@ mod platform {
     /// How often the Secret volume's `..data` link is looked at.
     const WATCH: Duration = Duration::from_secs(1);
 
-    pub(super) fn wait(sync: Option<Sync>) -> Result<u8, String> {
+    pub(super) fn wait(sync: Option<FleetSync>) -> Result<u8, String> {
         extern "C" fn stop(_: libc::c_int) {
             STOP.store(true, Ordering::SeqCst);
         }
@@ -138,11 +142,11 @@ mod platform {
         };
         let mut seen: Option<Option<std::path::PathBuf>> = None;
         let mut next = Instant::now();
-        let mut last_error: Option<String> = None;
+        let mut logged = Logged::default();
         while !STOP.load(Ordering::SeqCst) {
             let data = std::fs::read_link(sync.from.join("..data")).ok();
             if seen.as_ref() != Some(&data) || Instant::now() >= next {
-                round(&sync, &mut last_error);
+                round(&sync, &mut logged);
                 seen = Some(data);
                 next = Instant::now() + sync.interval;
             }
@@ -152,43 +156,77 @@ mod platform {
         Ok(0)
     }
 
-    /// One copy; says what it wrote or refused, and an error only when it differs from the last.
-    fn round(sync: &Sync, last_error: &mut Option<String>) {
-        match kcp_plugin::token_cache::sync_from_dir(&sync.cache, &sync.from, SystemTime::now()) {
-            Ok(report) => {
-                if last_error.take().is_some() {
-                    eprintln!("credential-provider-check: wait: fleet tokens: copying works again");
-                }
-                if report.written > 0 {
-                    eprintln!(
-                        "credential-provider-check: wait: fleet tokens: {} entr{} written into {}",
-                        report.written,
-                        if report.written == 1 { "y" } else { "ies" },
-                        sync.cache.dir().display()
-                    );
-                }
-                for (name, reason) in &report.refused {
-                    eprintln!(
-                        "credential-provider-check: wait: warning: fleet token {name} not copied: {reason}"
-                    );
-                }
-            }
+    /// What was last said, so a state that lasts is said once.
+    #[derive(Default)]
+    struct Logged {
+        /// The last round's error, if it failed.
+        error: Option<String>,
+        /// The refusals said, by file name: each is said again only when its reason changes,
+        /// or after the file was fine (or gone) for a round.
+        refused: BTreeMap<String, String>,
+        /// The entries last found over the copies' cap.
+        over_cap: Vec<String>,
+    }
+
+    /// One round; says what it wrote, withdrew or newly refused, and an error only when it
+    /// differs from the last.
+    fn round(sync: &FleetSync, logged: &mut Logged) {
+        const PREFIX: &str = "credential-provider-check: wait:";
+        let report = match kcp_plugin::token_cache::sync_from_dir(
+            &sync.cache,
+            &sync.from,
+            SystemTime::now(),
+        ) {
+            Ok(report) => report,
             Err(e) => {
-                if last_error.as_deref() != Some(e.as_str()) {
+                if logged.error.as_deref() != Some(e.as_str()) {
                     eprintln!(
-                        "credential-provider-check: wait: warning: fleet tokens not copied: {e}; the providers fetch on their own meanwhile"
+                        "{PREFIX} warning: fleet tokens not copied: {e}; the providers fetch on their own meanwhile"
                     );
                 }
-                *last_error = Some(e);
+                logged.error = Some(e);
+                return;
+            }
+        };
+        if logged.error.take().is_some() {
+            eprintln!("{PREFIX} fleet tokens: copying works again");
+        }
+        let dir = sync.cache.dir().display();
+        if report.written > 0 {
+            let s = if report.written == 1 { "y" } else { "ies" };
+            eprintln!(
+                "{PREFIX} fleet tokens: {} entr{s} written into {dir}",
+                report.written
+            );
+        }
+        for name in &report.withdrawn {
+            eprintln!(
+                "{PREFIX} fleet token {name} removed from {dir}: the Secret no longer publishes it"
+            );
+        }
+        let refused: BTreeMap<String, String> = report.refused.into_iter().collect();
+        for (name, reason) in &refused {
+            if logged.refused.get(name) != Some(reason) {
+                eprintln!("{PREFIX} warning: fleet token {name} not copied: {reason}");
             }
         }
+        logged.refused = refused;
+        if report.over_cap != logged.over_cap && !report.over_cap.is_empty() {
+            eprintln!(
+                "{PREFIX} warning: {} fleet tokens not copied: the Secret publishes more than the {} entries ({} KiB) a node keeps; the first by name are copied",
+                report.over_cap.len(),
+                kcp_plugin::token_cache::MAX_ADOPTED_ENTRIES,
+                kcp_plugin::token_cache::MAX_ADOPTED_BYTES / 1024
+            );
+        }
+        logged.over_cap = report.over_cap;
     }
 }
 
 #[cfg(not(unix))]
 mod platform {
     /// Not used off Linux: the DaemonSets are Linux only.
-    pub(super) fn wait(_: Option<super::Sync>) -> Result<u8, String> {
+    pub(super) fn wait(_: Option<super::FleetSync>) -> Result<u8, String> {
         Err("wait runs in the Linux DaemonSet only".to_owned())
     }
 }

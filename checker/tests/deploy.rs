@@ -58,9 +58,11 @@ fn deploy_is_rendered_from_init_and_validates() {
 
 /// Fleet mode (issue #30): one `<platform>-fleet` overlay and rendered file per platform with ECR
 /// or ACR, none for GKE (its metadata server is node-local), each with the controller's whole
-/// RBAC (get and update on its one Secret and one Lease, by name), two controller replicas and
-/// the Secret mounted optionally, so nodes work before the controller does. render-deploy
-/// --check (above) proves these files are what the script writes and what kustomize builds.
+/// RBAC (get, update and watch on its one Secret, get and update on its one Lease, by name: a
+/// watch with `resourceNames` is one whose field selector names that Secret), two controller
+/// replicas and the Secret mounted optionally, so nodes work before the controller does.
+/// render-deploy --check (above) proves these files are what the script writes and what
+/// kustomize builds.
 #[test]
 fn fleet_overlays_hold_the_controller_and_its_narrow_rbac() {
     let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
@@ -78,6 +80,7 @@ rules:
     verbs:
       - "get"
       - "update"
+      - "watch"
   - apiGroups:
       - "coordination.k8s.io"
     resources:

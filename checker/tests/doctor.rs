@@ -696,3 +696,153 @@ fn an_unusable_metrics_file_is_a_warning() {
         )]
     );
 }
+
+/// `doctor --fleet-tokens`: which published entry each fleet-mode provider reads for an image,
+/// found by running it in key-only mode with the kubelet's config (the shared identity from the
+/// kubelet's own environment, as on EKS), a warning when the Secret publishes another key, and
+/// the providers' metrics.
+#[test]
+fn fleet_tokens_say_whether_the_nodes_providers_read_the_published_entries() {
+    if kcp_testkit::skip_on_windows("doctor --fleet-tokens", "the fake node runs Linux binaries") {
+        return;
+    }
+    let host = "123456789012.dkr.ecr.us-west-2.amazonaws.com";
+    let fake = common::fake_ecr(host, "doctor-fleet-password", 12 * 3600);
+    let ecr_bin = common::target_bin_dir().join("ecr-credential-provider");
+    let env = [
+        ("AWS_SECRET_ACCESS_KEY", "static-secret-key-value"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+        ("CREDENTIAL_PROVIDER_CACHE_JITTER", "0"),
+    ];
+    kcp_testkit::secrets::register("static-secret-key-value");
+    // The controller's run for `identity` publishes one entry: (name, bytes).
+    let publish = |dir: &Path, identity: &str| -> (String, Vec<u8>) {
+        let cache = dir.join(format!("controller-{identity}"));
+        let mut plugin = kcp_testkit::Plugin::program(&ecr_bin)
+            .env("AWS_ACCESS_KEY_ID", "AKIDCONTROLLER")
+            .env("AWS_ENDPOINT_URL_ECR", fake.url())
+            .env("AWS_STS_REGIONAL_ENDPOINTS", "regional")
+            .args([
+                format!("--token-cache-dir={}", cache.display()),
+                format!("--token-cache-shared-identity={identity}"),
+            ]);
+        for (k, v) in env {
+            plugin = plugin.env(k, v);
+        }
+        plugin
+            .request(kcp_kubelet::ApiVersion::V1, &format!("{host}/app"))
+            .accepted();
+        common::only_entry(&cache)
+    };
+    let p = &PROFILES[1];
+    // `--image` runs the provider here as the kubelet would on the node: its metrics file is a
+    // real path here; doctor reads the node's under the host root.
+    let real = TempDir::new("doctor-fleet-metrics");
+    let metrics = real.path().join("kcp.prom").display().to_string();
+    let config = v1_config(&format!(
+        "  - name: ecr-credential-provider\n    matchImages: [\"*.dkr.ecr.*.amazonaws.com\"]\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    defaultCacheDuration: 1m\n    args: [\"--metrics-file={metrics}\"]\n    env:\n      - {{name: AWS_ACCESS_KEY_ID, value: AKIDNODE}}\n      - {{name: AWS_SECRET_ACCESS_KEY, value: static-secret-key-value}}\n      - {{name: AWS_EC2_METADATA_DISABLED, value: \"true\"}}\n      - {{name: AWS_ENDPOINT_URL_ECR, value: \"{}\"}}\n",
+        fake.url()
+    ));
+    let node = Node::new(p, &config, None, &[]);
+    // EKS: the kubelet's environment names the shared identity.
+    std::fs::write(
+        node.root.join("proc/812/environ"),
+        b"PATH=/usr/bin\0CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY=nodes\0",
+    )
+    .unwrap();
+    let bin = on_node(&node.root, p.bin_dir);
+    std::fs::copy(&ecr_bin, bin.join("ecr-credential-provider")).unwrap();
+    let metrics_file = on_node(&node.root, &metrics);
+    std::fs::create_dir_all(metrics_file.parent().unwrap()).unwrap();
+    std::fs::write(
+        &metrics_file,
+        "# kubelet credential provider metrics (kcp-plugin); rewritten by each exec, do not edit\ncredential_provider_requests_total{provider=\"ecr\",outcome=\"fetched\"} 7\n",
+    )
+    .unwrap();
+    let image = format!("{host}/app:v1");
+    let tokens = node.root.join("fleet-tokens");
+    std::fs::create_dir_all(&tokens).unwrap();
+
+    // Published for another identity: the node's provider reads an entry nobody publishes.
+    let (other, other_bytes) = publish(&node.root, "team-b");
+    std::fs::write(tokens.join(&other), &other_bytes).unwrap();
+    let run = node.doctor(&[
+        "--image",
+        &image,
+        "--fleet-tokens",
+        &tokens.display().to_string(),
+    ]);
+    let report = run.json();
+    let warnings = common::messages(&report, "warnings");
+    let mismatch = warnings
+        .iter()
+        .find(|w| w.contains("), not among "))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        mismatch.starts_with(&format!(
+            "image {host}/app: this node's provider reads entry "
+        )),
+        "{mismatch}"
+    );
+    assert!(mismatch.contains(";shared-identity=team-b;"), "{mismatch}");
+    assert!(mismatch.contains(";shared-identity=nodes;"), "{mismatch}");
+    let fleet: Vec<String> = serde_json::from_value(report["fleet"].clone()).unwrap();
+    assert!(
+        fleet.contains(
+            &"ecr-credential-provider: shared identity \"nodes\", 0 published entries for it"
+                .to_owned()
+        ),
+        "{fleet:?}"
+    );
+
+    // Published for this node's identity (by a controller with IRSA's STS settings): read.
+    std::fs::remove_file(tokens.join(&other)).unwrap();
+    let (name, bytes) = publish(&node.root, "nodes");
+    std::fs::write(tokens.join(&name), &bytes).unwrap();
+    let run = node.doctor(&[
+        "--image",
+        &image,
+        "--fleet-tokens",
+        &tokens.display().to_string(),
+    ]);
+    let report = run.json();
+    let fleet: Vec<String> = serde_json::from_value(report["fleet"].clone()).unwrap();
+    assert!(
+        fleet.contains(&format!(
+            "image {host}/app: ecr-credential-provider reads the published entry {name}"
+        )),
+        "{fleet:?}"
+    );
+    let warnings = common::messages(&report, "warnings");
+    assert!(
+        warnings.contains(&"its metrics show 7 fetches and no answer from a published entry although 1 are published for its shared identity: its keys may differ from the controller's (check with --image)".to_owned()),
+        "{warnings:?}"
+    );
+    assert!(!run.stdout.contains("doctor-fleet-password"));
+
+    // Without --fleet-tokens (doctor on the node itself): the copies `wait` made in the
+    // provider's token cache stand for what is published.
+    let cache = on_node(
+        &node.root,
+        "/var/lib/kubelet-credential-provider/token-cache",
+    );
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut copy: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    copy["fleet"] = json!({"published": "sha256:00", "seenAt": 1});
+    std::fs::write(cache.join(&name), serde_json::to_vec(&copy).unwrap()).unwrap();
+    let run = node.doctor(&["--image", &image]);
+    let fleet: Vec<String> = serde_json::from_value(run.json()["fleet"].clone()).unwrap();
+    assert_eq!(
+        fleet[0],
+        format!(
+            "the copies in this node's token cache: 1 entry: {name} ({})",
+            copy["key"].as_str().unwrap()
+        )
+    );
+    assert!(
+        fleet.contains(&format!(
+            "image {host}/app: ecr-credential-provider reads the published entry {name}"
+        )),
+        "{fleet:?}"
+    );
+}

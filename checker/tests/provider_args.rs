@@ -287,3 +287,25 @@ fn run_shows_the_plugins_own_refusal() {
         human.stdout
     );
 }
+
+/// The key-only switch in a kubelet config's `env` makes every exec answer with a key, which
+/// the kubelet refuses: an error, with the variable the providers read named as they read it.
+#[test]
+fn the_key_only_switch_in_a_kubelet_config_is_an_error() {
+    let dir = TempDir::new("check-key-only");
+    let path = dir.path().join("config.yaml");
+    std::fs::write(
+        &path,
+        v1_config(&format!(
+            "  - name: ecr-credential-provider\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    matchImages: [\"*.dkr.ecr.*.amazonaws.com\"]\n    defaultCacheDuration: 1h\n    env:\n      - name: {}\n        value: \"true\"\n",
+            kcp_plugin::token_cache::PRINT_KEY_ENV
+        )),
+    )
+    .unwrap();
+    let run = validate(&path, "json");
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(
+        messages(&run.json(), "argumentErrors"),
+        vec!["env: CREDENTIAL_PROVIDER_PRINT_CACHE_KEY makes ecr-credential-provider print its token cache key instead of an answer, so the kubelet refuses every exec; remove it".to_owned()]
+    );
+}

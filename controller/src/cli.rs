@@ -49,8 +49,10 @@ pub struct Cli {
     /// A provider run is stopped after this long (the kubelet's own limit).
     #[arg(long, default_value = "1m0s", value_parser = go_duration)]
     pub provider_timeout: Duration,
-    /// Every API server call is given up after this long.
-    #[arg(long, default_value = "10s", value_parser = go_duration)]
+    /// Every API server call is given up after this long; shorter than the lease duration minus
+    /// the renew deadline, so a write sent just before leadership ran out lands before anyone
+    /// else may take the Lease.
+    #[arg(long, default_value = "4s", value_parser = go_duration)]
     pub api_timeout: Duration,
     /// Take the Lease, fetch every target once, write the Secret, release the Lease and exit
     /// (0: all fetched and written; 1: otherwise, or another replica holds the Lease).
@@ -77,6 +79,14 @@ impl Cli {
         }
         if self.renew_deadline.as_secs_f64() <= 1.2 * self.retry_period.as_secs_f64() {
             return Err("--renew-deadline must be longer than 1.2 x --retry-period".into());
+        }
+        let gap = self.lease_duration.saturating_sub(self.renew_deadline);
+        if self.api_timeout >= gap {
+            return Err(format!(
+                "--api-timeout ({}) must be shorter than --lease-duration minus --renew-deadline ({}): a Secret write sent just before this replica stops leading could otherwise land after another replica took over",
+                GoDuration::from_std(self.api_timeout),
+                GoDuration::from_std(gap)
+            ));
         }
         if self.identity.as_deref().is_some_and(str::is_empty) {
             return Err("--identity is empty".into());
@@ -111,6 +121,19 @@ mod tests {
         let bad = Cli::try_parse_from(["c", "--config", "f", "--renew-deadline", "20s"]).unwrap();
         assert!(bad.check().unwrap_err().contains("--lease-duration"));
         assert!(Cli::try_parse_from(["c", "--config", "f", "--retry-period", "2"]).is_err());
+        let slow = Cli::try_parse_from(["c", "--config", "f", "--api-timeout=5s"]).unwrap();
+        assert_eq!(
+            slow.check().unwrap_err(),
+            "--api-timeout (5s) must be shorter than --lease-duration minus --renew-deadline (5s): a Secret write sent just before this replica stops leading could otherwise land after another replica took over"
+        );
+        let fits = [
+            "c",
+            "--config",
+            "f",
+            "--lease-duration=20s",
+            "--api-timeout=9s",
+        ];
+        assert!(Cli::try_parse_from(fits).unwrap().check().is_ok());
         assert!(Cli::try_parse_from(["c", "--config", "f", "--retry-period", "0s"]).is_err());
     }
 }

@@ -1,20 +1,58 @@
 //! The controller's config file (`--config`, YAML): the shared identity nodes opt in with and the
 //! targets whose tokens it fetches. Read strictly: unknown fields, repeated keys and targets the
-//! controller cannot serve are refused with a message naming the field.
+//! controller cannot serve are refused with a message naming the field. It owns the one table of
+//! what a target may not set ([`RESERVED`]), by flag or by environment.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use kcp_kubelet::yaml11;
+use kcp_kubelet::cache_hint::JITTER_ENV;
+use kcp_kubelet::{flags, yaml11};
+use kcp_plugin::token_cache::{
+    DIR_ENV, ENABLE_ENV, MAX_ADOPTED_ENTRIES, PRINT_KEY_ENV, SHARED_IDENTITY_ENV,
+};
 
-/// Environment variables the controller sets for every provider run (see `fetch`); a target may
-/// not set them itself.
-pub const RESERVED_ENV: &[&str] = &[
-    "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR",
-    "CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY",
-    "CREDENTIAL_PROVIDER_CACHE_JITTER",
+/// A setting the controller makes itself for every provider run (see `fetch`): a target may set
+/// it neither in `args` nor in `env`, since it would change where the entry goes, under which
+/// key, or whether there is one.
+pub struct Reserved {
+    /// The providers' flag for it (without dashes), if there is one.
+    pub flag: Option<&'static str>,
+    /// The environment variable for it.
+    pub env: &'static str,
+    /// What it is, for the refusal.
+    pub what: &'static str,
+}
+
+/// Every setting a target may not make. The controller sets each of these variables itself.
+pub const RESERVED: &[Reserved] = &[
+    Reserved {
+        flag: Some("token-cache"),
+        env: ENABLE_ENV,
+        what: "the token cache switch",
+    },
+    Reserved {
+        flag: Some("token-cache-dir"),
+        env: DIR_ENV,
+        what: "the token cache directory",
+    },
+    Reserved {
+        flag: Some("token-cache-shared-identity"),
+        env: SHARED_IDENTITY_ENV,
+        what: "the shared identity (the config's sharedIdentity)",
+    },
+    Reserved {
+        flag: Some("cache-jitter"),
+        env: JITTER_ENV,
+        what: "the jitter",
+    },
+    Reserved {
+        flag: None,
+        env: PRINT_KEY_ENV,
+        what: "key-only mode",
+    },
 ];
 
 /// The whole config file.
@@ -114,6 +152,12 @@ impl Config {
         if self.targets.is_empty() {
             return Err("targets is empty: nothing to fetch".into());
         }
+        if self.targets.len() > MAX_ADOPTED_ENTRIES {
+            return Err(format!(
+                "{} targets: at most {MAX_ADOPTED_ENTRIES}, as many entries as a node copies from the Secret",
+                self.targets.len()
+            ));
+        }
         let mut names = BTreeSet::new();
         for (i, target) in self.targets.iter().enumerate() {
             target
@@ -150,14 +194,45 @@ impl Target {
             if var.name.is_empty() || var.name.contains('=') || var.name.contains('\0') {
                 return Err(format!("env name {:?} is not a variable name", var.name));
             }
-            if RESERVED_ENV.contains(&var.name.as_str()) {
+            if let Some(reserved) = RESERVED.iter().find(|r| r.env == var.name) {
                 return Err(format!(
-                    "env sets {}, which the controller sets itself for every provider run",
-                    var.name
+                    "env sets {}, {}, which the controller sets itself for every provider run",
+                    var.name, reserved.what
                 ));
             }
         }
+        if let Some((written, reserved)) = self.reserved_flag() {
+            return Err(format!(
+                "args set {written}, {}, which the controller sets itself for every provider run: remove it",
+                reserved.what
+            ));
+        }
         Ok(())
+    }
+
+    /// The first flag in `args` that makes a [`RESERVED`] setting, read as the provider's own
+    /// parser reads them (`--x=v`, `--x v`, `-x=v`, `-x v`, a boolean's bare `--x`), written as
+    /// the target wrote it.
+    fn reserved_flag(&self) -> Option<(String, &'static Reserved)> {
+        let table = match self.provider {
+            ProviderKind::Ecr => &flags::ECR,
+            ProviderKind::Acr => &flags::ACR,
+        };
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        let parsed = flags::parse(&table.known(), table.klog, table.binary, &args);
+        parsed.flags.iter().find_map(|flag| {
+            let name = flag.trim_start_matches('-').split('=').next()?;
+            let reserved = RESERVED.iter().find(|r| r.flag == Some(name))?;
+            let written = self
+                .args
+                .iter()
+                .find(|a| a.trim_start_matches('-').split('=').next() == Some(name))
+                .map_or_else(
+                    || format!("--{name}"),
+                    |a| a.split('=').next().unwrap_or(a).to_owned(),
+                );
+            Some((written, reserved))
+        })
     }
 }
 
@@ -218,5 +293,86 @@ targets:
         assert!(refused(&twice).contains("used twice"));
         assert!(Config::parse(&GOOD.replace(id, "sharedIdentity: eks.prod-1")).is_ok());
         assert!(refused("sharedIdentity: nodes\ntargets: []\n").contains("nothing to fetch"));
+        let many: String = (0..=MAX_ADOPTED_ENTRIES)
+            .map(|i| format!("  - {{name: t{i}, provider: ecr, command: /x, image: a.b/c}}\n"))
+            .collect();
+        assert!(refused(&format!("{id}\ntargets:\n{many}")).contains("101 targets: at most 100"));
+    }
+
+    /// Every spelling the providers' parser takes for a setting the controller makes, in `args`
+    /// and in `env`; and what stays allowed.
+    #[test]
+    fn refuses_a_target_that_sets_what_the_controller_sets() {
+        let args = r#"args: ["get-credentials"]"#;
+        for (set, flag, what) in [
+            (
+                r#"["--token-cache-dir=/x"]"#,
+                "--token-cache-dir",
+                "directory",
+            ),
+            (
+                r#"["--token-cache-dir", "/x"]"#,
+                "--token-cache-dir",
+                "directory",
+            ),
+            (
+                r#"["-token-cache-dir=/x"]"#,
+                "-token-cache-dir",
+                "directory",
+            ),
+            (
+                r#"["get-credentials", "-token-cache-dir", "/x"]"#,
+                "-token-cache-dir",
+                "directory",
+            ),
+            (r#"["--token-cache"]"#, "--token-cache", "switch"),
+            (r#"["--token-cache=false"]"#, "--token-cache", "switch"),
+            (r#"["-token-cache"]"#, "-token-cache", "switch"),
+            (
+                r#"["--token-cache-shared-identity=n"]"#,
+                "--token-cache-shared-identity",
+                "shared identity",
+            ),
+            (
+                r#"["--token-cache-shared-identity", "n"]"#,
+                "--token-cache-shared-identity",
+                "shared identity",
+            ),
+            (r#"["--cache-jitter", "5"]"#, "--cache-jitter", "jitter"),
+            (r#"["-cache-jitter=0"]"#, "-cache-jitter", "jitter"),
+        ] {
+            let why = refused(&GOOD.replace(args, &format!("args: {set}")));
+            assert!(
+                why.contains(&format!("args set {flag}, the token cache"))
+                    || why.contains(&format!("args set {flag}, the {what}")),
+                "{set}: {why}"
+            );
+            assert!(why.contains(what), "{set}: {why}");
+            assert!(
+                why.contains("which the controller sets itself"),
+                "{set}: {why}"
+            );
+            assert!(!why.contains("/x"), "{set}: {why}");
+        }
+        for env in RESERVED.iter().map(|r| r.env) {
+            let why = refused(&GOOD.replace("AWS_REGION", env));
+            assert!(why.contains(&format!("env sets {env}, ")), "{why}");
+        }
+        // A value that looks like a reserved flag, after `--` or as another flag's value, sets nothing.
+        for ok in [
+            r#"["--", "--token-cache-dir=/x"]"#,
+            r#"["--role-annotation-key", "--token-cache"]"#,
+            r#"["--strict-hosts", "get-credentials"]"#,
+        ] {
+            assert!(
+                Config::parse(&GOOD.replace(args, &format!("args: {ok}"))).is_ok(),
+                "{ok}"
+            );
+        }
+        let acr = GOOD.replace("provider: ecr", "provider: acr").replace(
+            args,
+            r#"args: ["/etc/azure.json", "--token-cache-dir", "/x"]"#,
+        );
+        assert!(refused(&acr).contains("args set --token-cache-dir"));
     }
 }

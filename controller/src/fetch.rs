@@ -9,15 +9,21 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use kcp_kubelet::cache_hint::JITTER_ENV;
 use kcp_kubelet::protocol::{ApiVersion, encode_request};
-use kcp_kubelet_emulation::exec::{DecodeContext, PluginExec, decode_response};
+use kcp_kubelet_emulation::exec::{DecodeContext, ExecOutcome, PluginExec, decode_response};
+use kcp_plugin::safe_file;
+use kcp_plugin::token_cache::{
+    DIR_ENV, ENABLE_ENV, PRINT_KEY_ENV, PublishedEntry, SHARED_IDENTITY_ENV,
+};
 
 use crate::config::Target;
 use crate::entry::Entry;
-use kcp_plugin::token_cache::PublishedEntry;
 
 /// A provider run's stderr is quoted in a failure at most this long.
 const MAX_QUOTED_STDERR: usize = 400;
+/// An entry file is read up to this size (the token cache's own entries are far smaller).
+const MAX_ENTRY_FILE: u64 = 64 * 1024;
 
 /// Runs one target's provider.
 #[derive(Debug, Clone)]
@@ -40,20 +46,16 @@ impl Fetcher {
             .map(|v| (v.name.clone(), v.value.clone()))
             .collect();
         // Added last, so they win (config checks already refuse a target setting them).
-        exec.env.extend([
-            (
-                "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR".to_owned(),
-                cache_dir.display().to_string(),
-            ),
-            (
-                "CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY".to_owned(),
-                shared_identity.to_owned(),
-            ),
-            (
-                "CREDENTIAL_PROVIDER_CACHE_JITTER".to_owned(),
-                "0".to_owned(),
-            ),
-        ]);
+        exec.env.extend(
+            [
+                (ENABLE_ENV, "true".to_owned()),
+                (DIR_ENV, cache_dir.display().to_string()),
+                (SHARED_IDENTITY_ENV, shared_identity.to_owned()),
+                (JITTER_ENV, "0".to_owned()),
+                (PRINT_KEY_ENV, "false".to_owned()),
+            ]
+            .map(|(k, v)| (k.to_owned(), v)),
+        );
         exec.timeout = timeout;
         Fetcher {
             cache_dir,
@@ -62,39 +64,39 @@ impl Fetcher {
         }
     }
 
+    fn request(&self) -> Vec<u8> {
+        encode_request(ApiVersion::V1, &self.image, None, &BTreeMap::new())
+    }
+
+    /// Runs the provider in key-only mode (`CREDENTIAL_PROVIDER_PRINT_CACHE_KEY`): no network
+    /// call, no cache read or write; returns its stdout, the one line naming the entry file it
+    /// would write. Blocking.
+    pub fn run_key_only(&self) -> Result<Vec<u8>, String> {
+        let mut exec = self.exec.clone();
+        exec.env.push((PRINT_KEY_ENV.to_owned(), "true".to_owned()));
+        let outcome = exec.run(&self.request());
+        failure(&exec, &outcome).map_or(Ok(outcome.stdout), Err)
+    }
+
     /// Removes every entry from the cache directory, runs the provider once, and returns the
-    /// entry it wrote (the newest by `fetchedAt` when there are several). Blocking: the caller
-    /// runs it off the async runtime.
-    pub fn fetch(&self) -> Result<Entry, String> {
-        prepare_dir(&self.cache_dir)?;
+    /// entry it wrote under `file` (the name its key-only run gave). Blocking: the caller runs
+    /// it off the async runtime.
+    pub fn fetch(&self, file: &str) -> Result<Entry, String> {
+        let owner = safe_file::current_owner();
+        safe_file::prepare_dir(&self.cache_dir, &owner)
+            .map_err(|e| format!("the cache directory {}: {e}", self.cache_dir.display()))?;
         // Without this the provider would answer from its own cache instead of fetching.
-        for (name, _) in self.entries_on_disk() {
+        for name in self.entry_names() {
             let path = self.cache_dir.join(&name);
             if let Err(e) = std::fs::remove_file(&path) {
                 return Err(format!("removing the old entry {}: {e}", path.display()));
             }
         }
-        let request = encode_request(ApiVersion::V1, &self.image, None, &BTreeMap::new());
-        let outcome = self.exec.run(&request);
+        let outcome = self.exec.run(&self.request());
+        if let Some(why) = failure(&self.exec, &outcome) {
+            return Err(why);
+        }
         let command = self.exec.path.display();
-        if let Some(error) = &outcome.start_error {
-            return Err(format!("starting the provider {command} failed: {error}"));
-        }
-        if outcome.timed_out {
-            return Err(format!(
-                "the provider {command} did not answer within {}s and was stopped",
-                self.exec.timeout.as_secs()
-            ));
-        }
-        if outcome.exit_code != Some(0) {
-            let code = outcome
-                .exit_code
-                .map_or("a signal".to_owned(), |c| format!("exit code {c}"));
-            return Err(format!(
-                "the provider {command} failed ({code}): {}",
-                last_line(&outcome.stderr)
-            ));
-        }
         let ctx = DecodeContext {
             expected: ApiVersion::V1,
             image: &self.image,
@@ -107,47 +109,66 @@ impl Fetcher {
                 e.redacted_kubelet_message()
             ));
         }
-        self.entries_on_disk()
-            .into_iter()
-            .max_by_key(|(_, e)| e.fetched_at)
-            .map(|(_, e)| e)
-            .ok_or_else(|| {
+        let path = self.cache_dir.join(file);
+        match safe_file::read_owned_file(&path, &owner, MAX_ENTRY_FILE) {
+            Ok(Some(bytes)) => Entry::check(file, bytes, SystemTime::now()).map_err(|why| {
                 format!(
-                    "the provider {command} answered but left no usable token cache entry in {} \
-                     (a token of unknown lifetime is not cached; see the provider's log at -v=4)",
-                    self.cache_dir.display()
+                    "the entry {} it wrote is not published: {why}",
+                    path.display()
                 )
-            })
+            }),
+            Ok(None) if !self.entry_names().is_empty() => Err(format!(
+                "the provider {command} wrote its entry under another name than {file}, the one its key-only run gave: its key depends on something that differs between the two runs"
+            )),
+            Ok(None) => Err(format!(
+                "the provider {command} answered but left no token cache entry {} \
+                 (a token of unknown lifetime is not cached; see the provider's log at -v=4)",
+                path.display()
+            )),
+            Err(why) => Err(format!("reading the entry {}: {why}", path.display())),
+        }
     }
 
-    /// The checked entries in the cache directory, by file name; others are ignored.
-    fn entries_on_disk(&self) -> Vec<(String, Entry)> {
+    /// The names of the token cache entry files in the cache directory.
+    fn entry_names(&self) -> Vec<String> {
         let Ok(dir) = std::fs::read_dir(&self.cache_dir) else {
             return Vec::new();
         };
-        let now = SystemTime::now();
-        let mut found = Vec::new();
-        for item in dir.flatten() {
-            let name = item.file_name().to_string_lossy().into_owned();
-            if !PublishedEntry::is_entry_name(&name) {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(item.path()) else {
-                continue;
-            };
-            match Entry::check(&name, bytes, now) {
-                Ok(e) => found.push((name, e)),
-                Err(reason) => {
-                    tracing::debug!(file = %item.path().display(), "ignoring a cache file: {reason}")
-                }
-            }
-        }
-        found
+        dir.flatten()
+            .map(|item| item.file_name().to_string_lossy().into_owned())
+            .filter(|name| PublishedEntry::is_entry_name(name))
+            .collect()
     }
 }
 
-/// Creates `dir` closed to other users (the token cache refuses a directory that is not).
-pub fn prepare_dir(dir: &Path) -> Result<(), String> {
+/// Why a run failed before its answer could be judged: it did not start, timed out, or exited
+/// other than 0 (quoting its last stderr line).
+fn failure(exec: &PluginExec, outcome: &ExecOutcome) -> Option<String> {
+    let command = exec.path.display();
+    if let Some(error) = &outcome.start_error {
+        return Some(format!("starting the provider {command} failed: {error}"));
+    }
+    if outcome.timed_out {
+        return Some(format!(
+            "the provider {command} did not answer within {}s and was stopped",
+            exec.timeout.as_secs()
+        ));
+    }
+    if outcome.exit_code != Some(0) {
+        let code = outcome
+            .exit_code
+            .map_or("a signal".to_owned(), |c| format!("exit code {c}"));
+        return Some(format!(
+            "the provider {command} failed ({code}): {}",
+            last_line(&outcome.stderr)
+        ));
+    }
+    None
+}
+
+/// Creates the work directory (an `emptyDir` the kubelet may have made root's, open to all: the
+/// controller's own files go into directories under it that [`safe_file::prepare_dir`] checks).
+pub fn prepare_work_dir(dir: &Path) -> Result<(), String> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)

@@ -8,8 +8,8 @@
 //! - The holder renews every retry period; an update answered 409 means someone else wrote the
 //!   Lease: it is read again on the next attempt.
 //! - The holder counts as leader only while its last successful renewal is younger than the
-//!   renew deadline (shorter than the lease duration), so it stops writing before anyone else
-//!   may take over.
+//!   renew deadline (shorter than the lease duration), counted from when the renewal was sent
+//!   (see `leadership`), so it stops writing before anyone else may take over.
 //! - On shutdown the holder clears `holderIdentity` (client-go's `ReleaseOnCancel`), so a
 //!   successor need not wait a lease duration.
 
@@ -18,15 +18,17 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube::Api;
-use kube::api::PostParams;
 
 use crate::api::{self, ApiError};
 
 /// The outcome of one attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attempt {
-    /// We hold the Lease, renewed just now.
-    Leader,
+    /// We hold the Lease: the update that took or renewed it was sent at `sent`.
+    Leader {
+        /// When the successful update was sent (leadership counts from then).
+        sent: Instant,
+    },
     /// Another live holder has it.
     HeldBy(String),
 }
@@ -146,10 +148,11 @@ impl Elector {
             },
             ..lease.spec.clone().unwrap_or_default()
         };
+        let sent = Instant::now();
         let written = self.write(lease, spec).await.map_err(|e| ("update", e))?;
         self.observed = Some((Record::of(written.spec.as_ref()), Instant::now()));
         self.last = Some(written);
-        Ok(Attempt::Leader)
+        Ok(Attempt::Leader { sent })
     }
 
     /// Clears the holder if it is us (client-go's release: no holder, a one-second duration), so
@@ -177,13 +180,14 @@ impl Elector {
         Ok(true)
     }
 
-    /// PUT with the resourceVersion of what was read: a 409 if someone wrote it meanwhile.
+    /// PUT with the resourceVersion of what was read (a 409 if someone wrote it meanwhile),
+    /// under the controller's field manager.
     async fn write(&self, mut lease: Lease, spec: LeaseSpec) -> Result<Lease, ApiError> {
         lease.spec = Some(spec);
         lease.metadata.managed_fields = None;
         api::call(
             self.call_timeout,
-            self.api.replace(&self.name, &PostParams::default(), &lease),
+            self.api.replace(&self.name, &api::post_params(), &lease),
         )
         .await
     }

@@ -7,10 +7,21 @@
 //! DaemonSet copies the Secret's entries into each host's token cache, where the unchanged
 //! providers find them. Linux only (it ships in the Linux image).
 //!
-//! Modules: `cli` (flags), `config` (the config file), `fetch` (running a provider), `entry`
-//! (checking an entry before it is published), `schedule` (refresh points, back-off), `api`
-//! (the API client and its errors), `lease` (leader election), `secret` (publishing),
-//! `controller` (the loop that ties them together).
+//! Modules, by what they own:
+//! - start-up: `cli` (flags), `config` (the config file and what a target may not set), `keys`
+//!   (each target's entry file, from its provider in key-only mode), `startup` (all of these
+//!   checked before any API call: a problem is exit code 2);
+//! - running providers: `fetch` (a fetch as the kubelet would run it), `entry` (an entry's
+//!   checks before it is published or taken over);
+//! - scheduling: `slot` (one target's entry, refresh point, back-off, taking over the Secret's
+//!   newer entry), `schedule` (refresh points and back-off), `saved` (persistence in the work
+//!   directory);
+//! - the API server: `api` (clients, user agent, field manager, errors), `lease` (one Lease
+//!   attempt as client-go makes it), `leadership` (whether we lead, and since which term),
+//!   `lease_task` (the Lease loop), `secret` (reading and publishing the Secret), `secret_watch`
+//!   (noticing someone else's change);
+//! - the loop: `worker` (serving), `once` (`--once`), `run` (tasks, SIGTERM, release), and
+//!   `lines` (failures logged once until they change).
 
 #[cfg(target_os = "linux")]
 mod api;
@@ -19,17 +30,37 @@ mod cli;
 #[cfg(target_os = "linux")]
 mod config;
 #[cfg(target_os = "linux")]
-mod controller;
-#[cfg(target_os = "linux")]
 mod entry;
 #[cfg(target_os = "linux")]
 mod fetch;
 #[cfg(target_os = "linux")]
+mod keys;
+#[cfg(target_os = "linux")]
+mod leadership;
+#[cfg(target_os = "linux")]
 mod lease;
+#[cfg(target_os = "linux")]
+mod lease_task;
+#[cfg(target_os = "linux")]
+mod lines;
+#[cfg(target_os = "linux")]
+mod once;
+#[cfg(target_os = "linux")]
+mod run;
+#[cfg(target_os = "linux")]
+mod saved;
 #[cfg(target_os = "linux")]
 mod schedule;
 #[cfg(target_os = "linux")]
 mod secret;
+#[cfg(target_os = "linux")]
+mod secret_watch;
+#[cfg(target_os = "linux")]
+mod slot;
+#[cfg(target_os = "linux")]
+mod startup;
+#[cfg(target_os = "linux")]
+mod worker;
 
 use std::process::ExitCode;
 
@@ -58,11 +89,7 @@ fn main() -> ExitCode {
     if let Err(e) = kcp_plugin::hygiene::apply() {
         tracing::warn!("process hygiene incomplete: {e}");
     }
-    let setup = cli.check().and_then(|()| {
-        let config = config::Config::load(&cli.config)?;
-        Ok((config, cli.identity()?))
-    });
-    let (config, identity) = match setup {
+    let setup = match startup::prepare(&cli) {
         Ok(setup) => setup,
         Err(e) => {
             tracing::error!("{e}");
@@ -79,7 +106,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let code = runtime.block_on(controller::run(cli, config, identity));
+    let code = runtime.block_on(run::run(cli, setup));
     // A provider run interrupted by SIGTERM may still be going on a blocking thread: do not wait
     // for it (dropping the runtime would), it ends with its own timeout.
     runtime.shutdown_background();

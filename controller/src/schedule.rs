@@ -1,6 +1,10 @@
-//! When to fetch: a token's refresh point, and the back-off after a failed fetch or API call.
+//! When to fetch: a token's refresh point on this process's monotonic clock, and the back-off
+//! after a failed fetch or API call.
 
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::entry::Entry;
+use kcp_plugin::time::unix_secs;
 
 /// The refresh point of a token fetched at `fetched_at` that expires at `expires_at` (Unix
 /// seconds): `fetchedAt + life × (0.5 − 0.1 × random)`, `random` in 0..1. Halfway leaves the other
@@ -10,6 +14,26 @@ pub fn refresh_at(fetched_at: i64, expires_at: i64, random: f64) -> i64 {
     let life = expires_at.saturating_sub(fetched_at).max(0);
     let fraction = 0.5 - 0.1 * random.clamp(0.0, 1.0);
     fetched_at.saturating_add((life as f64 * fraction) as i64)
+}
+
+/// The monotonic instant of an entry's (jittered) refresh point.
+pub fn refresh_instant(entry: &Entry) -> Instant {
+    instant_of(refresh_at(
+        entry.fetched_at,
+        entry.expires_at,
+        fastrand::f64(),
+    ))
+}
+
+/// The monotonic instant an entry expires.
+pub fn expiry_instant(entry: &Entry) -> Instant {
+    instant_of(entry.expires_at)
+}
+
+/// The monotonic instant of a Unix time (now when it is past).
+fn instant_of(unix: i64) -> Instant {
+    let left = unix.saturating_sub(unix_secs(SystemTime::now())).max(0);
+    Instant::now() + Duration::from_secs(u64::try_from(left).unwrap_or(0))
 }
 
 /// Exponential back-off: `first`, doubling, at most `max`.

@@ -73,7 +73,7 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
     );
     let taken = &body(&lease_puts[0])["spec"];
     assert_eq!(taken["holderIdentity"], ME);
-    assert_eq!(taken["leaseDurationSeconds"], 4);
+    assert_eq!(taken["leaseDurationSeconds"], 6);
     assert_eq!(taken["leaseTransitions"], 1);
     for renewal in &lease_puts[1..lease_puts.len() - 1] {
         let spec = &body(renewal)["spec"];
@@ -91,6 +91,11 @@ fn once_publishes_exactly_the_current_entries_under_the_shared_identity() {
         stderr.contains(&format!("Secret {NS}/{SECRET} updated: 1 entry")),
         "{stderr}"
     );
+    // The keys that match no target are named once (no value).
+    let dropped = format!(
+        "removed 2 key(s) from the Secret {NS}/{SECRET} that match no configured target: {expired}, stray"
+    );
+    assert_eq!(stderr.matches(&dropped).count(), 1, "{stderr}");
     assert_leveled(&stderr);
     // Nothing else was asked of the API server.
     assert!(
@@ -401,10 +406,14 @@ fn sigterm_during_a_provider_run_stops_at_once_and_releases_the_lease() {
     let api = FakeApi::start();
     let pid_file = dir.path().join("provider.pid");
     let script = dir.path().join("slow-provider");
+    let key = kcp_plugin::token_cache::CacheKey::new(kcp_plugin::token_cache::Issuer::Ecr)
+        .scope("region", "us-west-2");
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\necho $$ > {}\nexec sleep 600\n",
+            "#!/bin/sh\nif [ \"$CREDENTIAL_PROVIDER_PRINT_CACHE_KEY\" = true ]; then\n  echo '{{\"kind\":\"TokenCacheKey\",\"file\":\"{}\",\"key\":\"{}\"}}'\n  exit 0\nfi\necho $$ > {}\nexec sleep 600\n",
+            key.file_name(),
+            key.canonical(),
             pid_file.display()
         ),
     )

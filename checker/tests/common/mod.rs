@@ -184,3 +184,32 @@ pub fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
     walk(root, root, &mut out);
     out
 }
+
+/// A fake ECR answering every GetAuthorizationToken with `AWS:<password>` for `host`, valid for
+/// `life` seconds from now (fleet mode's tests: the controller's and the nodes' registry).
+pub fn fake_ecr(host: &str, password: &str, life: u64) -> kcp_testkit::fake::FakeServer {
+    use base64::Engine as _;
+    kcp_testkit::secrets::register(password);
+    let token = base64::engine::general_purpose::STANDARD.encode(format!("AWS:{password}"));
+    let body = format!(
+        r#"{{"authorizationData":[{{"authorizationToken":"{token}","expiresAt":{},"proxyEndpoint":"https://{host}"}}]}}"#,
+        kcp_testkit::unix_now() + life
+    );
+    kcp_testkit::fake::FakeServer::start(move |_| {
+        kcp_testkit::fake::FakeResponse::json(body.clone())
+            .header("content-type", "application/x-amz-json-1.1")
+    })
+}
+
+/// The one entry a token cache directory holds, as (file name, bytes): what the token controller
+/// publishes of a provider run.
+pub fn only_entry(cache: &Path) -> (String, Vec<u8>) {
+    let entry = kcp_testkit::cache::cache_entries(cache, 1).remove(0);
+    let name = entry
+        .path
+        .file_name()
+        .expect("an entry file")
+        .to_string_lossy()
+        .into_owned();
+    (name, entry.text.into_bytes())
+}

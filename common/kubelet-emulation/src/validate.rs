@@ -475,7 +475,7 @@ fn argument_errors(p: &Provider) -> Vec<Finding> {
     let Some(flags) = kcp_kubelet::flags::for_binary(&p.name) else {
         return Vec::new();
     };
-    flags
+    let mut found: Vec<Finding> = flags
         .problems(&p.args)
         .into_iter()
         .map(|problem| Finding {
@@ -485,8 +485,26 @@ fn argument_errors(p: &Provider) -> Vec<Finding> {
                 flags.binary
             ),
         })
-        .collect()
+        .collect();
+    // The key-only mode of the token controller and `doctor`: it prints a key, never an answer.
+    if p.env
+        .iter()
+        .any(|(name, value)| name == PRINT_KEY_ENV && matches!(value.as_str(), "true" | "1"))
+    {
+        found.push(Finding {
+            provider: Some(p.name.clone()),
+            message: format!(
+                "env: {PRINT_KEY_ENV} makes {} print its token cache key instead of an answer, so the kubelet refuses every exec; remove it",
+                flags.binary
+            ),
+        });
+    }
+    found
 }
+
+/// Mirrors `kcp_plugin::token_cache::PRINT_KEY_ENV` (this crate does not depend on the plugin
+/// runtime).
+const PRINT_KEY_ENV: &str = "CREDENTIAL_PROVIDER_PRINT_CACHE_KEY";
 
 /// The file the kubelet runs for provider `name` in the bin dir, as Go's `exec.LookPath` finds
 /// it: `<dir>/<name>` on Linux; on Windows, a name without an extension gets the first of

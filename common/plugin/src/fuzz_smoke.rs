@@ -1,4 +1,5 @@
-//! kcp-plugin's fuzz bodies (`kcp_plugin::tls::fuzz`, `kcp_plugin::jwt::fuzz`) on stable Rust,
+//! kcp-plugin's fuzz bodies (`kcp_plugin::tls::fuzz`, `kcp_plugin::jwt::fuzz`,
+//! `kcp_plugin::token_cache::fuzz`) on stable Rust,
 //! through the shared runner `kcp_testkit::fuzz_smoke`. A unit test, as the bodies exist only in
 //! unit tests and fuzz builds (`cfg(any(fuzzing, test))`). Also checks that every cargo-fuzz target
 //! in `fuzz/` is built and seeded, whichever crate holds its body.
@@ -18,6 +19,11 @@ const TARGETS: &[Target] = &[
         name: "jwt_claims",
         call: "kcp_plugin::jwt::fuzz::claims",
         body: crate::jwt::fuzz::claims,
+    },
+    Target {
+        name: "published_entry",
+        call: "kcp_plugin::token_cache::fuzz::published_entry",
+        body: crate::token_cache::fuzz::published_entry,
     },
 ];
 
@@ -59,6 +65,16 @@ const DICTIONARY: &[&[u8]] = &[
     b"-9223372036854775808",
     b"null",
     b"\xff",
+    b"\"version\":1",
+    b"\"key\":\"provider=ecr;region=us-east-1;shared-identity=nodes;identity=sha256:00\"",
+    b"\"expiresAt\":",
+    b"\"fetchedAt\":",
+    b"\"refreshAt\":",
+    b"\"password\":",
+    b"\"username\":",
+    b"\"fleet\":",
+    b".json",
+    b"253402300799",
 ];
 
 fn target(name: &str) -> &'static Target {
@@ -73,6 +89,11 @@ fn tls_bundle() {
 #[test]
 fn jwt_claims() {
     run(target("jwt_claims"), DICTIONARY);
+}
+
+#[test]
+fn published_entry() {
+    run(target("published_entry"), DICTIONARY);
 }
 
 #[test]

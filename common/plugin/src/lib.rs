@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod provider;
 pub mod retry;
 pub mod runner;
+pub mod safe_file;
 pub mod settings;
 pub mod time;
 pub mod tls;

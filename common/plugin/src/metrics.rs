@@ -6,7 +6,8 @@
 //! gets it without code of its own), after the kubelet's answer is written:
 //!
 //! - `credential_provider_requests_total{provider,outcome}`: `outcome` is `cache_hit` (the token
-//!   came from the on-disk token cache), `fetched` (anything else that answered) or `error`, which
+//!   came from the on-disk token cache, an entry this node fetched), `fleet_copy` (from the cache,
+//!   a copy of the fleet's published entry), `fetched` (anything else that answered) or `error`, which
 //!   also carries `class` (one of [`ErrorClass::ALL`]);
 //! - `credential_provider_fetch_duration_seconds{provider}`: a histogram of the time spent in the
 //!   provider's fetch, for runs that reached it (not token-cache hits answered up front);
@@ -35,8 +36,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::http::{CallError, HttpError};
+use crate::safe_file as files;
 use crate::time::unix_secs;
-use crate::token_cache::{Source, files};
+use crate::token_cache::Source;
 
 /// Environment variable naming the metrics file (the flag wins).
 pub const FILE_ENV: &str = "CREDENTIAL_PROVIDER_METRICS_FILE";
@@ -70,6 +72,11 @@ thread_local! {
 /// token-fetching provider goes through).
 pub fn note_token(source: Source, expires_at: Option<SystemTime>) {
     NOTED.with(|noted| noted.set(Some((source, expires_at))));
+}
+
+/// What [`note_token`] noted on this thread so far, left in place.
+pub fn noted() -> Option<(Source, Option<SystemTime>)> {
+    NOTED.with(Cell::get)
 }
 
 /// Takes (and clears) what [`note_token`] noted on this thread.
@@ -208,8 +215,10 @@ fn http_status_in(lower: &str) -> Option<u16> {
 /// How one run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// Answered from the on-disk token cache.
+    /// Answered from the on-disk token cache, from an entry this node fetched.
     CacheHit,
+    /// Answered from the on-disk token cache, from a copy of the fleet's published entry.
+    FleetCopy,
     /// Answered with a token obtained by this run (or, for the static provider, its configured one).
     Fetched,
     /// No answer.
@@ -217,10 +226,11 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// `cache_hit` / `fetched` unless the token cache said the token came from it.
+    /// `cache_hit` / `fleet_copy` when the token cache said the token came from it, else `fetched`.
     pub fn answered(noted: Option<Source>) -> Outcome {
         match noted {
             Some(Source::Cache) => Outcome::CacheHit,
+            Some(Source::FleetCopy) => Outcome::FleetCopy,
             _ => Outcome::Fetched,
         }
     }
@@ -388,6 +398,7 @@ impl Metrics {
     fn add(&mut self, provider: &str, run: &Run) {
         let (outcome, class) = match run.outcome {
             Outcome::CacheHit => ("cache_hit", ""),
+            Outcome::FleetCopy => ("fleet_copy", ""),
             Outcome::Fetched => ("fetched", ""),
             Outcome::Error(class) => ("error", class.label()),
         };
@@ -435,7 +446,7 @@ impl Metrics {
             &mut out,
             REQUESTS,
             "counter",
-            "Credential requests answered by this plugin, by outcome (cache_hit, fetched, error) and error class.",
+            "Credential requests answered by this plugin, by outcome (cache_hit, fleet_copy, fetched, error) and error class.",
         );
         for ((provider, outcome, class), count) in &self.requests {
             let mut labels = vec![("provider", provider.as_str()), ("outcome", outcome)];

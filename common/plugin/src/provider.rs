@@ -13,6 +13,7 @@ use kcp_kubelet::protocol::{CredentialProviderRequest, Credentials};
 
 use crate::deadline::Deadline;
 use crate::runner::ProviderError;
+use crate::token_cache::{CacheKey, Issuer};
 
 /// A credential provider, driven by [`crate::runner::serve`]: every check on a request happens
 /// in [`Self::plan`]; [`Self::answer_from_cache`] and [`Self::fetch`] only act on a plan.
@@ -46,6 +47,11 @@ pub trait Provider {
     /// The provider's error: any error that can be shown as a chain of causes.
     type Error: Into<ProviderError>;
 
+    /// Whose tokens this provider hands out: the runner caps every answer's `cacheDuration` at
+    /// the longest life that issuer's tokens have. `None` for credentials that do not expire
+    /// (the static provider's).
+    const ISSUER: Option<Issuer>;
+
     /// Checks `request` and decides, without any network, how it is answered. Runs once per exec,
     /// before any async runtime: a refusal here (a registry the provider must not send its token
     /// to, a missing service-account token, an unreadable key file) fails the run.
@@ -61,6 +67,11 @@ pub trait Provider {
         request: &'a CredentialProviderRequest,
         plan: &Self::Plan<'a>,
     ) -> Option<Credentials>;
+
+    /// The token cache key `plan` reads and writes, if its token is cached at all (before fleet
+    /// mode's shared identity stands in for the node's): what
+    /// `CREDENTIAL_PROVIDER_PRINT_CACHE_KEY` prints.
+    fn cache_key<'p>(&self, plan: &'p Self::Plan<'_>) -> Option<&'p CacheKey>;
 
     /// Fetches credentials for `plan`. Network calls must respect `deadline`; the runner also
     /// cancels the whole future when it passes.

@@ -18,7 +18,9 @@ use crate::logging::{self, error_chain};
 use crate::metrics::{self, ErrorClass, MetricsFile, Outcome};
 use crate::provider::Provider;
 use crate::settings::Settings;
+use crate::token_cache::{Issuer, SharedIdentity};
 use kcp_kubelet::cache_hint;
+use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::protocol::{
     CredentialProviderRequest, CredentialProviderResponse, MAX_REQUEST_BYTES,
 };
@@ -43,14 +45,34 @@ pub fn serve<P: Provider>(settings: &Settings, provider: &P) -> ExitCode {
         Ok(bytes) => bytes,
         Err(e) => return fail(EXIT_USAGE, &e),
     };
+    let options = Options {
+        deadline,
+        jitter: settings.cache_jitter,
+        print_key: settings.print_cache_key.then(|| {
+            settings
+                .token_cache
+                .as_ref()
+                .and_then(|c| c.shared_identity())
+        }),
+    };
     answer(
         &bytes,
-        deadline,
-        settings.cache_jitter,
+        &options,
         settings.metrics.as_ref(),
         provider,
         &mut std::io::stdout().lock(),
     )
+}
+
+/// How one run answers.
+struct Options<'a> {
+    /// The overall deadline.
+    deadline: Deadline,
+    /// The percentage `cacheDuration` may be lowered by (see [`cache_hint::with_jitter`]).
+    jitter: u8,
+    /// `CREDENTIAL_PROVIDER_PRINT_CACHE_KEY`: print the request's token cache key (as a node of
+    /// this shared identity computes it, if any) instead of answering.
+    print_key: Option<Option<&'a SharedIdentity>>,
 }
 
 /// The exit for a provider's own configuration error found before the request is read: one
@@ -59,13 +81,11 @@ pub fn usage_error(message: &str) -> ExitCode {
     fail(EXIT_USAGE, message)
 }
 
-/// Everything after stdin is read, with the output stream injected (for tests): `jitter` is the
-/// percentage `cacheDuration` may be lowered by (see [`cache_hint::with_jitter`]), and each run's
+/// Everything after stdin is read, with the output stream injected (for tests); each run's
 /// outcome is added to `metrics` when there is one.
 fn answer<P: Provider>(
     input: &[u8],
-    deadline: Deadline,
-    jitter: u8,
+    options: &Options<'_>,
     metrics: Option<&MetricsFile>,
     provider: &P,
     stdout: &mut dyn Write,
@@ -75,8 +95,7 @@ fn answer<P: Provider>(
     let mut fetch_time = None;
     let result = respond(
         input,
-        deadline,
-        jitter,
+        options,
         metrics.is_some(),
         provider,
         &mut fetch_time,
@@ -111,7 +130,7 @@ fn answer<P: Provider>(
         at: SystemTime::now(),
     };
     // The answer is out; the kubelet still waits for the exit, so the wait is bounded.
-    file.record(&run, metrics::LOCK_WAIT.min(deadline.remaining()));
+    file.record(&run, metrics::LOCK_WAIT.min(options.deadline.remaining()));
     code
 }
 
@@ -137,8 +156,7 @@ type Responded = Result<Vec<String>, (u8, Failure)>;
 /// The run up to the answer on stdout.
 fn respond<P: Provider>(
     input: &[u8],
-    deadline: Deadline,
-    jitter: u8,
+    options: &Options<'_>,
     keys: bool,
     provider: &P,
     fetch_time: &mut Option<Duration>,
@@ -157,6 +175,10 @@ fn respond<P: Provider>(
             return Err(provider_failure(e));
         }
     };
+    if let Some(shared) = options.print_key {
+        return print_cache_key(provider, &plan, shared, stdout);
+    }
+    let deadline = options.deadline;
     let mut credentials = match provider.answer_from_cache(&request, &plan) {
         Some(credentials) => credentials,
         None => {
@@ -176,7 +198,9 @@ fn respond<P: Provider>(
         }
     };
     if let Some(computed) = credentials.cache_duration {
-        let jittered = cache_hint::with_jitter(computed, jitter);
+        let expiry = metrics::noted().and_then(|(_, expires_at)| expires_at);
+        let computed = ceiling(computed, P::ISSUER, expiry, SystemTime::now());
+        let jittered = cache_hint::with_jitter(computed, options.jitter);
         if jittered != computed {
             tracing::debug!(%computed, %jittered, "cacheDuration lowered by fleet jitter (--cache-jitter)");
         }
@@ -203,6 +227,75 @@ fn respond<P: Provider>(
         })?;
     tracing::info!("response written");
     Ok(registries)
+}
+
+/// The one ceiling on every answer's `cacheDuration`, fetched or from the cache, whatever the
+/// provider computed: never longer than its issuer's tokens ever live ([`Issuer::longest_life`]),
+/// and never past the expiry of the token this run handed out (when the token cache noted one).
+/// A provider's own policy is always inside it; this is the guard for when it is not (a bug, an
+/// entry that lies), so a capped answer is a warning.
+fn ceiling(
+    computed: GoDuration,
+    issuer: Option<Issuer>,
+    expires_at: Option<SystemTime>,
+    now: SystemTime,
+) -> GoDuration {
+    let mut longest = issuer.map(|i| GoDuration::from_std(i.longest_life()));
+    if let Some(at) = expires_at {
+        let left = GoDuration::from_secs(
+            cache_hint::unix_secs(at)
+                .saturating_sub(cache_hint::unix_secs(now))
+                .max(0),
+        );
+        longest = Some(longest.map_or(left, |l| l.min(left)));
+    }
+    match longest {
+        Some(longest) if computed > longest => {
+            tracing::warn!(%computed, capped = %longest, "cacheDuration capped: longer than the token can live");
+            longest
+        }
+        _ => computed,
+    }
+}
+
+/// `CREDENTIAL_PROVIDER_PRINT_CACHE_KEY`: writes the token cache key `plan` has (as a node of
+/// `shared` computes it) as one JSON line, `{"kind":"TokenCacheKey","file":…,"key":…}`, instead
+/// of answering. No cache is read and nothing leaves the node: the token controller and
+/// `credential-provider-check doctor` use it to see which published entry a provider would read.
+fn print_cache_key<P: Provider>(
+    provider: &P,
+    plan: &P::Plan<'_>,
+    shared: Option<&SharedIdentity>,
+    stdout: &mut dyn Write,
+) -> Responded {
+    let Some(key) = provider.cache_key(plan) else {
+        return Err((
+            EXIT_FAILURE,
+            Failure::new(
+                "this request has no token cache key: its token is never cached (a service-account token without namespace, name and uid claims, or a provider that caches nothing)",
+                ErrorClass::Other,
+            ),
+        ));
+    };
+    let shared_key = shared.and_then(|s| key.shared_as(s));
+    let key = shared_key.as_ref().unwrap_or(key);
+    let line = serde_json::json!({
+        "kind": "TokenCacheKey",
+        "file": key.file_name(),
+        "key": key.canonical(),
+    });
+    let mut bytes = line.to_string().into_bytes();
+    bytes.push(b'\n');
+    stdout
+        .write_all(&bytes)
+        .and_then(|()| stdout.flush())
+        .map_err(|e| {
+            (
+                EXIT_FAILURE,
+                Failure::new(format!("writing to stdout failed: {e}"), ErrorClass::Other),
+            )
+        })?;
+    Ok(Vec::new())
 }
 
 /// A provider's error (from its plan or its fetch) as the run's failure, with its metrics class.
@@ -261,6 +354,7 @@ fn fail(code: u8, message: &str) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::token_cache::CacheKey;
     use kcp_kubelet::duration::GoDuration;
     use kcp_kubelet::protocol::{AuthConfig, CacheKeyType, Credentials};
     use std::cell::{Cell, RefCell};
@@ -303,15 +397,21 @@ mod tests {
         }
     }
 
-    /// A plan: its number and the registry it is for.
+    /// A plan: its number, the registry it is for and its cache key.
     struct TestPlan<'a> {
         number: u32,
         registry: &'a str,
+        key: Option<CacheKey>,
     }
 
     impl Provider for Scripted {
         type Plan<'a> = TestPlan<'a>;
         type Error = ProviderError;
+        const ISSUER: Option<Issuer> = Some(Issuer::Ecr);
+
+        fn cache_key<'p>(&self, plan: &'p TestPlan<'_>) -> Option<&'p CacheKey> {
+            plan.key.as_ref()
+        }
 
         fn plan<'a>(
             &'a self,
@@ -324,6 +424,11 @@ mod tests {
             Ok(TestPlan {
                 number: self.plans.get(),
                 registry: request.image_ref.registry(),
+                key: Some(
+                    CacheKey::new(Issuer::Ecr)
+                        .scope("registry", request.image_ref.registry())
+                        .node_identity("node", "n1"),
+                ),
             })
         }
 
@@ -375,14 +480,12 @@ mod tests {
         jitter: u8,
     ) -> (ExitCode, String) {
         let mut out = Vec::new();
-        let code = answer(
-            input,
-            Deadline::after(budget),
+        let options = Options {
+            deadline: Deadline::after(budget),
             jitter,
-            None,
-            provider,
-            &mut out,
-        );
+            print_key: None,
+        };
+        let code = answer(input, &options, None, provider, &mut out);
         (code, String::from_utf8(out).unwrap())
     }
 
@@ -425,15 +528,12 @@ mod tests {
     fn respond_to(provider: &Scripted) -> (Responded, Option<Duration>, String) {
         let mut fetch_time = None;
         let mut out = Vec::new();
-        let result = respond(
-            REQ,
-            Deadline::after(Duration::from_secs(5)),
-            0,
-            true,
-            provider,
-            &mut fetch_time,
-            &mut out,
-        );
+        let options = Options {
+            deadline: Deadline::after(Duration::from_secs(5)),
+            jitter: 0,
+            print_key: None,
+        };
+        let result = respond(REQ, &options, true, provider, &mut fetch_time, &mut out);
         (result, fetch_time, String::from_utf8(out).unwrap())
     }
 
@@ -524,6 +624,68 @@ mod tests {
             started.elapsed() < Duration::from_secs(30),
             "the deadline did not fire"
         );
+    }
+
+    /// `CREDENTIAL_PROVIDER_PRINT_CACHE_KEY`: the plan's key (the shared one for a node of a
+    /// shared identity) as one JSON line, and neither the cache nor the fetch is reached.
+    #[test]
+    fn the_key_only_mode_prints_the_plans_key_and_fetches_nothing() {
+        let shared = SharedIdentity::parse("nodes").unwrap();
+        for identity in [None, Some(&shared)] {
+            let provider = Scripted::new(Fetch::Failing);
+            let options = Options {
+                deadline: Deadline::after(Duration::from_secs(5)),
+                jitter: 0,
+                print_key: Some(identity),
+            };
+            let mut out = Vec::new();
+            let code = answer(REQ, &options, None, &provider, &mut out);
+            assert_eq!(code, ExitCode::SUCCESS);
+            let line: serde_json::Value = serde_json::from_slice(&out).unwrap();
+            let key = CacheKey::new(Issuer::Ecr)
+                .scope("registry", "reg.io:5000")
+                .node_identity("node", "n1");
+            let key = identity.map_or(key.clone(), |s| key.shared_as(s).unwrap());
+            assert_eq!(
+                line,
+                serde_json::json!({"kind": "TokenCacheKey", "file": key.file_name(), "key": key.canonical()})
+            );
+            assert_eq!(out.iter().filter(|b| **b == b'\n').count(), 1);
+            assert!(provider.cache_looks.borrow().is_empty());
+            assert!(provider.fetches.borrow().is_empty());
+        }
+    }
+
+    /// The runner's ceiling: whatever a provider computed, never longer than its issuer's
+    /// longest token life, nor than the noted token has left.
+    #[test]
+    fn cache_durations_are_capped_by_the_issuer_and_the_tokens_expiry() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let hours = |h: i64| GoDuration::from_secs(h * 3600);
+        let cases = [
+            // (computed, issuer, expiry in seconds from now, expected)
+            (hours(2_400_000), Some(Issuer::Ecr), None, hours(12)),
+            (hours(5), Some(Issuer::Acr), None, hours(3)),
+            (hours(6), Some(Issuer::Ecr), Some(3600), hours(1)),
+            (hours(6), Some(Issuer::Ecr), Some(-60), GoDuration::ZERO),
+            (hours(6), Some(Issuer::Ecr), Some(7 * 3600), hours(6)),
+            (hours(48), None, None, hours(48)),
+            (hours(48), None, Some(3600), hours(1)),
+        ];
+        for (computed, issuer, expiry, expected) in cases {
+            let expires_at = expiry.map(|s: i64| {
+                if s >= 0 {
+                    now + Duration::from_secs(s.unsigned_abs())
+                } else {
+                    now - Duration::from_secs(s.unsigned_abs())
+                }
+            });
+            assert_eq!(
+                ceiling(computed, issuer, expires_at, now),
+                expected,
+                "{computed} {issuer:?} {expiry:?}"
+            );
+        }
     }
 
     #[test]

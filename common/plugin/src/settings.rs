@@ -81,6 +81,8 @@ pub struct Settings {
     pub token_cache: Option<TokenCache>,
     /// The metrics file, when one is named (its provider label is set by [`crate::cli::start`]).
     pub metrics: Option<MetricsFile>,
+    /// [`token_cache::PRINT_KEY_ENV`] is set: print the request's cache key instead of answering.
+    pub print_cache_key: bool,
 }
 
 impl Settings {
@@ -96,12 +98,23 @@ impl Settings {
             .filter(|p| !p.as_os_str().is_empty())
             .or_else(|| env_text(metrics::FILE_ENV).map(PathBuf::from))
             .map(MetricsFile::new);
+        let print_cache_key = match env_text(token_cache::PRINT_KEY_ENV).as_deref() {
+            None | Some("false" | "0") => false,
+            Some("true" | "1") => true,
+            Some(other) => {
+                return Err(format!(
+                    "{}: {other:?} is not true or false",
+                    token_cache::PRINT_KEY_ENV
+                ));
+            }
+        };
         Ok(Settings {
             verbosity,
             deadline,
             cache_jitter,
             token_cache,
             metrics,
+            print_cache_key,
         })
     }
 }

@@ -12,8 +12,9 @@
 //! - every file it opens (entry, lock, temporary file) is opened without following a symlink
 //!   and without blocking, so a planted FIFO cannot hold `open()`, and is checked on the open
 //!   descriptor: a regular file owned by the running user, mode `0600` or stricter;
-//! - an entry must also be small, well-formed, written for exactly this key, and have at least
-//!   the safety margin of life left. Anything else is ignored and replaced by the next fetch;
+//! - an entry must also be small, well-formed, written for exactly this key, claim no longer a
+//!   life than its [`Issuer`] ever grants (ECR 12 h, ACR 3 h…), and have at least the safety
+//!   margin of life left. Anything else is ignored and replaced by the next fetch;
 //! - each write prunes expired entries and holds the directory under [`MAX_ENTRIES`] and
 //!   [`MAX_TOTAL_BYTES`], touching only the cache's own file names;
 //! - an entry's `fetchedAt` is the token's own [`RegistryToken::obtained_at`], and one written
@@ -29,7 +30,6 @@
 //! run fetches as if the cache were off.
 
 use std::fs::{self, File};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -39,17 +39,21 @@ use crate::deadline::Deadline;
 use crate::time::{from_unix_secs, unix_secs};
 use kcp_kubelet::secret::Secret;
 
-/// The file operations whose safety depends on the platform: no link following, no blocking
-/// open, ownership and permission checks on the open file. The metrics file uses them too.
-#[cfg_attr(unix, path = "token_cache/unix.rs")]
-#[cfg_attr(windows, path = "token_cache/windows.rs")]
-pub(crate) mod files;
-mod key;
-mod shared;
+use crate::safe_file as files;
 
+mod fleet;
+mod issuer;
+mod key;
+
+#[cfg(any(fuzzing, test))]
+pub use fleet::fuzz;
+pub use fleet::{
+    Adopted, MAX_ADOPTED_BYTES, MAX_ADOPTED_ENTRIES, PublishedEntry, SharedIdentity, SyncReport,
+    sync_from_dir,
+};
+pub use issuer::Issuer;
 pub use key::CacheKey;
 use key::{escape, stem_of};
-pub use shared::{Adopted, PublishedEntry, SharedIdentity, SyncReport, sync_from_dir};
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
 pub const DEFAULT_DIR: &str = if cfg!(windows) {
@@ -63,6 +67,11 @@ pub const ENABLE_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE";
 pub const DIR_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR";
 /// Environment variable naming the node's shared identity (fleet mode; turns the cache on).
 pub const SHARED_IDENTITY_ENV: &str = "CREDENTIAL_PROVIDER_TOKEN_CACHE_SHARED_IDENTITY";
+/// Environment variable (`true`): a provider prints the request's cache key as one JSON line
+/// (`{"kind":"TokenCacheKey","file":…,"key":…}`) instead of answering, with no network call and
+/// no cache read. For the token controller and `credential-provider-check doctor`, never for a
+/// kubelet's config (the kubelet would refuse that answer).
+pub const PRINT_KEY_ENV: &str = "CREDENTIAL_PROVIDER_PRINT_CACHE_KEY";
 /// The part of a key's canonical text that names its shared identity.
 const SHARED_PART: &str = "shared-identity";
 /// An entry is served only while at least this much of its life is left.
@@ -142,8 +151,11 @@ impl RegistryToken {
 /// How a run's credential was obtained, for logs and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
-    /// Read from the cache.
+    /// Read from the cache: an entry this node fetched.
     Cache,
+    /// Read from the cache: an entry the fleet's token controller published and
+    /// `credential-provider-check wait` copied here (fleet mode).
+    FleetCopy,
     /// Fetched from upstream (and written to the cache when it is on).
     Upstream,
 }
@@ -214,11 +226,9 @@ impl TokenCache {
 
     /// The entry for `key`, when one is valid now.
     pub fn get(&self, key: &CacheKey) -> Option<RegistryToken> {
-        let hit = self.read(&self.effective(key), SystemTime::now());
-        if let Some(token) = &hit {
-            crate::metrics::note_token(Source::Cache, token.expires_at);
-        }
-        hit
+        let (token, source) = self.read(&self.effective(key), SystemTime::now())?;
+        crate::metrics::note_token(source, token.expires_at);
+        Some(token)
     }
 
     /// The credential for `key`: from the cache while valid, else from `fetch`, whose answer is
@@ -231,9 +241,9 @@ impl TokenCache {
         fetch: impl AsyncFnOnce() -> Result<RegistryToken, E>,
     ) -> Result<(RegistryToken, Source), E> {
         let key = &*self.effective(key);
-        if let Some(hit) = self.read(key, SystemTime::now()) {
-            crate::metrics::note_token(Source::Cache, hit.expires_at);
-            return Ok((hit, Source::Cache));
+        if let Some((hit, source)) = self.read(key, SystemTime::now()) {
+            crate::metrics::note_token(source, hit.expires_at);
+            return Ok((hit, source));
         }
         let lock = match self.prepare_dir() {
             Ok(()) => self.lock(key, deadline).await,
@@ -243,11 +253,11 @@ impl TokenCache {
             }
         };
         if lock.is_some()
-            && let Some(hit) = self.read(key, SystemTime::now())
+            && let Some((hit, source)) = self.read(key, SystemTime::now())
         {
-            crate::metrics::note_token(Source::Cache, hit.expires_at);
+            crate::metrics::note_token(source, hit.expires_at);
             tracing::debug!("token cache: filled by a concurrent exec");
-            return Ok((hit, Source::Cache));
+            return Ok((hit, source));
         }
         let token = fetch().await?;
         if lock.is_some() {
@@ -259,8 +269,8 @@ impl TokenCache {
         Ok((token, Source::Upstream))
     }
 
-    /// Reads and checks the entry for `key` as seen at `now`.
-    fn read(&self, key: &CacheKey, now: SystemTime) -> Option<RegistryToken> {
+    /// Reads and checks the entry for `key` as seen at `now`, and says whose it is.
+    fn read(&self, key: &CacheKey, now: SystemTime) -> Option<(RegistryToken, Source)> {
         let path = self.entry_path(key);
         let bytes = match files::read_owned_file(&path, &self.owner, MAX_ENTRY_BYTES) {
             Ok(Some(bytes)) => bytes,
@@ -280,10 +290,14 @@ impl TokenCache {
                 return None;
             }
         };
+        let source = match entry.fleet {
+            Some(_) => Source::FleetCopy,
+            None => Source::Cache,
+        };
         match entry.check(key, now, self.margin) {
             Ok(token) => {
-                tracing::info!(path = %path.display(), "token cache hit");
-                Some(token)
+                tracing::info!(path = %path.display(), copied_from_the_fleet = source == Source::FleetCopy, "token cache hit");
+                Some((token, source))
             }
             Err(reason) => {
                 tracing::info!(path = %path.display(), "token cache: not serving the entry: {reason}");
@@ -308,6 +322,7 @@ impl TokenCache {
             expires_at,
             fetched_at,
             refresh_at: self.refresh_point(fetched_at, expires_at),
+            fleet: None,
         };
         let path = self.entry_path(key);
         match serde_json::to_vec(&entry)
@@ -391,8 +406,10 @@ impl TokenCache {
         self.dir.join(format!("{stem}.{ext}"))
     }
 
-    /// Removes what the cache itself left behind and no longer needs, then holds the rest under
-    /// [`MAX_ENTRIES`] and [`MAX_TOTAL_BYTES`] by dropping the entries that expire first. Called
+    /// Removes what the cache itself left behind and no longer needs, then holds this node's own
+    /// entries under [`MAX_ENTRIES`] and [`MAX_TOTAL_BYTES`] by dropping those that expire first
+    /// (copies of the fleet's entries are capped by `wait` instead, and only removed here once
+    /// expired). Called
     /// after each write, so the directory cannot grow without bound (service-account mode writes
     /// one entry per identity).
     ///
@@ -448,12 +465,14 @@ impl TokenCache {
                         // Gone, or not a file of ours: not ours to remove.
                         Ok(None) | Err(_) => continue,
                     };
-                    let expires_at = serde_json::from_slice::<Entry>(&bytes)
+                    let entry = serde_json::from_slice::<Entry>(&bytes)
                         .ok()
-                        .filter(|e| e.version == ENTRY_VERSION)
-                        .map(|e| e.expires_at);
-                    match expires_at {
-                        Some(at) if at > now_s => {
+                        .filter(|e| e.version == ENTRY_VERSION);
+                    match entry.map(|e| (e.expires_at, e.fleet.is_some())) {
+                        // A live copy of the fleet's: `wait` keeps those under their own caps,
+                        // so they never push out an entry of this node's.
+                        Some((at, true)) if at > now_s => {}
+                        Some((at, false)) if at > now_s => {
                             let size = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
                             live.push((at, size, stem.to_owned()));
                         }
@@ -574,9 +593,34 @@ struct Entry {
     fetched_at: i64,
     /// Unix seconds: from then on the entry is refetched (before the margin, by its jitter).
     refresh_at: i64,
+    /// Set on a copy of an entry the fleet's token controller published (see `fleet`); absent
+    /// on every entry a provider writes, and so on every published one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fleet: Option<fleet::FleetCopy>,
 }
 
 impl Entry {
+    /// What every entry must be, wherever it comes from (this node's cache, the fleet's Secret,
+    /// a provider run of the token controller): the current layout, times in order, a key of a
+    /// known [`Issuer`] and no longer a life than that issuer ever grants. Returns the issuer.
+    /// The reasons quote nothing from the entry.
+    fn check_shape(&self) -> Result<Issuer, String> {
+        if self.version != ENTRY_VERSION {
+            return Err(format!(
+                "layout version {} is not {ENTRY_VERSION}",
+                self.version
+            ));
+        }
+        // (A refresh point past the expiry is harmless: the margin still applies, and a copy
+        // gets a refresh point of the node's own.)
+        if self.fetched_at > self.expires_at {
+            return Err("its times are out of order".into());
+        }
+        let issuer = Issuer::of_key(&self.key).ok_or("its key names no provider of ours")?;
+        issuer.refuse_life(self.expires_at.saturating_sub(self.fetched_at))?;
+        Ok(issuer)
+    }
+
     /// The token when this entry belongs to `key` and has at least `margin` left at `now`.
     fn check(
         self,
@@ -584,12 +628,7 @@ impl Entry {
         now: SystemTime,
         margin: Duration,
     ) -> Result<RegistryToken, String> {
-        if self.version != ENTRY_VERSION {
-            return Err(format!(
-                "layout version {} is not {ENTRY_VERSION}",
-                self.version
-            ));
-        }
+        self.check_shape()?;
         if self.key != key.canonical() {
             return Err("it was written for another key".into());
         }
@@ -618,38 +657,6 @@ impl Entry {
             obtained_at: now,
         })
     }
-}
-
-/// Reads an open cache file whose checks passed; one larger than `max_bytes`, by its size or
-/// by what could be read (it may grow meanwhile), is refused.
-fn read_capped(file: File, max_bytes: u64) -> Result<Vec<u8>, String> {
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
-    let too_large = |len: u64| format!("it is {len} bytes, too large for an entry");
-    if len > max_bytes {
-        return Err(too_large(len));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-    file.take(max_bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("reading it failed: {e}"))?;
-    match u64::try_from(bytes.len()) {
-        Ok(read) if read <= max_bytes => Ok(bytes),
-        _ => Err(too_large(max_bytes + 1)),
-    }
-}
-
-/// A fresh name beside `path` for writing its next version: `.<name>.<pid>.<random>.tmp`.
-fn temporary_name(path: &Path) -> PathBuf {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    dir.join(format!(
-        ".{name}.{}.{:08x}.tmp",
-        std::process::id(),
-        fastrand::u32(..)
-    ))
 }
 
 fn secs(d: Duration) -> i64 {

@@ -42,6 +42,21 @@ impl RecordedRequest {
     pub fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or("")
     }
+
+    /// The query's parameters, in order, decoded (`+` and `%XX`).
+    pub fn query(&self) -> Vec<(String, String)> {
+        let query = self.target.split_once('?').map_or("", |(_, q)| q);
+        url::form_urlencoded::parse(query.as_bytes())
+            .into_owned()
+            .collect()
+    }
+
+    /// A URL-encoded body's fields, in order, decoded.
+    pub fn form(&self) -> Vec<(String, String)> {
+        url::form_urlencoded::parse(&self.body)
+            .into_owned()
+            .collect()
+    }
 }
 
 /// What the fake answers.
@@ -204,7 +219,10 @@ fn serve(
     }
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<RecordedRequest> {
+/// Reads one HTTP/1.1 request (request line, headers, a `Content-Length` body) off a
+/// connection; `None` when it closes or is not HTTP. Fakes that answer on their own terms (the
+/// token controller's streaming API server) read requests with it too.
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<RecordedRequest> {
     let mut line = String::new();
     if reader.read_line(&mut line).ok()? == 0 {
         return None;
@@ -241,13 +259,17 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<RecordedRequest> {
     })
 }
 
-fn reason(status: u16) -> &'static str {
+/// The reason phrase of an HTTP status the fakes answer with.
+pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        422 => "Unprocessable Entity",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         503 => "Service Unavailable",

@@ -1,20 +1,12 @@
-//! The controller's test harness: a recording fake of the API server endpoints it uses, a fake
-//! ECR, and the controller binary run as a process with a kubeconfig pointing at the fake.
-//!
-//! The fake API server follows kube-apiserver where the controller depends on it:
-//! - Secrets at `/api/v1/namespaces/NS/secrets/NAME`, Leases at
-//!   `/apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME`; GET answers the object, PUT
-//!   replaces it whole (the name in the body must match the path: 400 otherwise);
-//! - every write bumps one store-wide `resourceVersion` (as etcd's revision does), and a PUT
-//!   whose `metadata.resourceVersion` is not the current one is answered 409 with a `Status`
-//!   whose reason is `Conflict` and whose message is kube-apiserver's ("the object has been
-//!   modified; please apply your changes to the latest version and try again"); a PUT without
-//!   one is an unconditional update, which kube-apiserver allows for both kinds;
-//! - anything else is 404 with a `NotFound` `Status` (other methods on the two paths: 405);
-//! - scripted faults answer the Nth call of a kind and method with 401, 403, 409 or 500 and the
-//!   `Status` kube-apiserver sends for it, without touching the stored object.
+//! The controller's test harness: a recording fake of the API server endpoints it uses
+//! (`fake_api`, which says which kube-apiserver behaviour it follows), a fake ECR, script
+//! providers, and the controller binary run as a process with a kubeconfig pointing at the fake.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+mod fake_api;
+
+pub use fake_api::*;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -25,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use kcp_testkit::TempDir;
-use kcp_testkit::fake::{FakeResponse, FakeServer, RecordedRequest};
-use serde_json::{Value, json};
+use kcp_testkit::fake::{FakeResponse, FakeServer};
+use serde_json::Value;
 
 pub const NS: &str = "kube-credential-providers";
 pub const SECRET: &str = "kubelet-credential-provider-tokens";
@@ -37,14 +29,6 @@ pub const ME: &str = "controller-a";
 /// How long any wait for the controller may take before the test fails (a hang, not a timing).
 pub const PATIENCE: Duration = Duration::from_secs(90);
 
-pub fn secret_path() -> String {
-    format!("/api/v1/namespaces/{NS}/secrets/{SECRET}")
-}
-
-pub fn lease_path() -> String {
-    format!("/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}")
-}
-
 pub fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -53,276 +37,6 @@ pub fn unb64(text: &str) -> Vec<u8> {
     base64::engine::general_purpose::STANDARD
         .decode(text)
         .unwrap()
-}
-
-/// Which object a call is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    Secret,
-    Lease,
-}
-
-#[derive(Default)]
-struct State {
-    objects: BTreeMap<Kind, Value>,
-    revision: u64,
-    counts: BTreeMap<(Kind, String), u32>,
-    faults: Vec<(Kind, String, u32, u16)>,
-    /// Another holder renewing the Lease: every GET finds it renewed just now.
-    live_holder: Option<String>,
-}
-
-/// The recording fake API server.
-pub struct FakeApi {
-    server: FakeServer,
-    state: Arc<Mutex<State>>,
-}
-
-fn status(code: u16, reason: &str, message: &str) -> FakeResponse {
-    FakeResponse::new(
-        code,
-        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-               "message": message, "reason": reason, "code": code})
-        .to_string(),
-    )
-    .header("content-type", "application/json")
-}
-
-fn fault(code: u16, kind: Kind) -> FakeResponse {
-    let resource = if kind == Kind::Secret {
-        "secrets"
-    } else {
-        "leases"
-    };
-    match code {
-        401 => status(401, "Unauthorized", "Unauthorized"),
-        403 => status(
-            403,
-            "Forbidden",
-            &format!(
-                "{resource} is forbidden: User \"system:serviceaccount:{NS}:token-controller\" cannot update resource \"{resource}\" in API group \"\" in the namespace \"{NS}\""
-            ),
-        ),
-        404 => status(
-            404,
-            "NotFound",
-            &format!(
-                "{resource} \"{}\" not found",
-                if kind == Kind::Secret { SECRET } else { LEASE }
-            ),
-        ),
-        409 => conflict(resource, if kind == Kind::Secret { SECRET } else { LEASE }),
-        c => status(c, "InternalError", "Internal error occurred: injected"),
-    }
-}
-
-fn conflict(resource: &str, name: &str) -> FakeResponse {
-    status(
-        409,
-        "Conflict",
-        &format!(
-            "Operation cannot be fulfilled on {resource} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
-        ),
-    )
-}
-
-/// RFC 3339 with microseconds, as a Lease's MicroTime.
-pub fn micro_time(unix: u64) -> String {
-    let t = kcp_testkit::rfc3339(unix);
-    t.replace('Z', ".000000Z")
-}
-
-impl FakeApi {
-    /// The fake with the objects the manifests create: an empty Secret and a Lease without holder.
-    pub fn start() -> FakeApi {
-        let state = Arc::new(Mutex::new(State::default()));
-        {
-            let mut s = state.lock().unwrap();
-            s.revision = 100;
-            s.objects.insert(
-                Kind::Secret,
-                json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-                       "metadata": {"name": SECRET, "namespace": NS, "uid": "uid-secret", "resourceVersion": "100"}}),
-            );
-            s.objects.insert(
-                Kind::Lease,
-                json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                       "metadata": {"name": LEASE, "namespace": NS, "uid": "uid-lease", "resourceVersion": "100"},
-                       "spec": {}}),
-            );
-        }
-        let shared = state.clone();
-        let server = FakeServer::start(move |r| handle(&shared, r));
-        FakeApi { server, state }
-    }
-
-    /// Every request so far (method, path, body).
-    pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.server.requests()
-    }
-
-    /// The requests for one object and method.
-    pub fn calls(&self, kind: Kind, method: &str) -> Vec<RecordedRequest> {
-        let path = if kind == Kind::Secret {
-            secret_path()
-        } else {
-            lease_path()
-        };
-        self.requests()
-            .into_iter()
-            .filter(|r| r.method == method && r.path() == path)
-            .collect()
-    }
-
-    /// Answers the `nth` (1-based) `method` call on `kind` with `code`.
-    pub fn fault(&self, kind: Kind, method: &str, nth: u32, code: u16) {
-        self.state
-            .lock()
-            .unwrap()
-            .faults
-            .push((kind, method.to_owned(), nth, code));
-    }
-
-    /// The stored object.
-    pub fn object(&self, kind: Kind) -> Value {
-        self.state.lock().unwrap().objects[&kind].clone()
-    }
-
-    /// Replaces part of a stored object, as another writer would (bumping its resourceVersion).
-    pub fn edit(&self, kind: Kind, change: impl FnOnce(&mut Value)) {
-        let mut s = self.state.lock().unwrap();
-        s.revision += 1;
-        let revision = s.revision.to_string();
-        let object = s.objects.get_mut(&kind).unwrap();
-        change(object);
-        object["metadata"]["resourceVersion"] = json!(revision);
-    }
-
-    /// The Secret's data, decoded.
-    pub fn secret_data(&self) -> BTreeMap<String, Vec<u8>> {
-        let secret = self.object(Kind::Secret);
-        secret["data"]
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| {
-                        // The published bytes, base64 as the Secret carries them: never in a log.
-                        kcp_testkit::secrets::register(v.as_str().unwrap());
-                        (k.clone(), unb64(v.as_str().unwrap()))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    }
-
-    /// Puts entries into the Secret as another writer would.
-    pub fn set_secret_data(&self, data: &BTreeMap<String, Vec<u8>>) {
-        let encoded: serde_json::Map<String, Value> = data
-            .iter()
-            .map(|(k, v)| (k.clone(), json!(b64(v))))
-            .collect();
-        self.edit(Kind::Secret, |s| s["data"] = Value::Object(encoded));
-    }
-
-    /// The Lease's spec.
-    pub fn lease_spec(&self) -> Value {
-        self.object(Kind::Lease)["spec"].clone()
-    }
-
-    /// Another holder that renews the Lease (every GET finds it renewed just now), or none.
-    pub fn live_holder(&self, holder: Option<&str>) {
-        self.state.lock().unwrap().live_holder = holder.map(str::to_owned);
-    }
-
-    /// The kubeconfig a client uses to reach this fake.
-    pub fn kubeconfig(&self, dir: &Path) -> PathBuf {
-        let path = dir.join("kubeconfig");
-        std::fs::write(
-            &path,
-            format!(
-                "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: {}\nusers:\n- name: fake\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: {NS}\ncurrent-context: fake\n",
-                self.server.url()
-            ),
-        )
-        .unwrap();
-        path
-    }
-}
-
-fn handle(state: &Mutex<State>, request: &RecordedRequest) -> FakeResponse {
-    let kind = if request.path() == secret_path() {
-        Kind::Secret
-    } else if request.path() == lease_path() {
-        Kind::Lease
-    } else {
-        return status(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        );
-    };
-    let mut s = state.lock().unwrap();
-    let count = {
-        let c = s.counts.entry((kind, request.method.clone())).or_insert(0);
-        *c += 1;
-        *c
-    };
-    if let Some(&(_, _, _, code)) = s
-        .faults
-        .iter()
-        .find(|(k, m, n, _)| *k == kind && *m == request.method && *n == count)
-    {
-        return fault(code, kind);
-    }
-    let (resource, name) = if kind == Kind::Secret {
-        ("secrets", SECRET)
-    } else {
-        ("leases", LEASE)
-    };
-    match request.method.as_str() {
-        "GET" => {
-            if kind == Kind::Lease
-                && let Some(holder) = s.live_holder.clone()
-            {
-                s.revision += 1;
-                let revision = s.revision.to_string();
-                let now = micro_time(kcp_testkit::unix_now());
-                let lease = s.objects.get_mut(&Kind::Lease).unwrap();
-                lease["spec"]["holderIdentity"] = json!(holder);
-                lease["spec"]["leaseDurationSeconds"] = json!(15);
-                lease["spec"]["renewTime"] = json!(now);
-                lease["metadata"]["resourceVersion"] = json!(revision);
-            }
-            FakeResponse::json(s.objects[&kind].to_string())
-        }
-        "PUT" => {
-            let Ok(mut body) = serde_json::from_slice::<Value>(&request.body) else {
-                return status(400, "BadRequest", "the body is not JSON");
-            };
-            if body["metadata"]["name"] != json!(name) {
-                return status(
-                    400,
-                    "BadRequest",
-                    "the name of the object does not match the name on the URL",
-                );
-            }
-            let current = s.objects[&kind]["metadata"]["resourceVersion"].clone();
-            let sent = &body["metadata"]["resourceVersion"];
-            if !sent.is_null() && *sent != current {
-                return conflict(resource, name);
-            }
-            s.revision += 1;
-            body["metadata"]["resourceVersion"] = json!(s.revision.to_string());
-            body["metadata"]["uid"] = s.objects[&kind]["metadata"]["uid"].clone();
-            s.objects.insert(kind, body.clone());
-            FakeResponse::json(body.to_string())
-        }
-        _ => status(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        ),
-    }
 }
 
 /// A fake ECR answering GetAuthorizationToken with `AWS:<prefix>-<n>` (n counts calls), valid
@@ -426,6 +140,11 @@ impl TargetSpec {
 
     /// A config file with this one target, named `<provider>-prod`, for the shared identity `nodes`.
     pub fn config(&self, dir: &Path) -> PathBuf {
+        config_of(dir, &[(&format!("{}-prod", self.provider), self)])
+    }
+
+    /// This target's item in a config's `targets`, named `name`.
+    fn item(&self, name: &str) -> String {
         let quote = |s: &str| serde_json::to_string(s).unwrap();
         let env: Vec<String> = self
             .env
@@ -433,21 +152,14 @@ impl TargetSpec {
             .map(|(k, v)| format!("{{name: {k}, value: {}}}", quote(v)))
             .collect();
         let args: Vec<String> = self.args.iter().map(|a| quote(a)).collect();
-        let path = dir.join("config.yaml");
-        std::fs::write(
-            &path,
-            format!(
-                "sharedIdentity: nodes\ntargets:\n  - name: {}-prod\n    provider: {}\n    command: {}\n    args: [{}]\n    env: [{}]\n    image: {}\n",
-                self.provider,
-                self.provider,
-                quote(&self.command.display().to_string()),
-                args.join(", "),
-                env.join(", "),
-                self.image
-            ),
+        format!(
+            "  - name: {name}\n    provider: {}\n    command: {}\n    args: [{}]\n    env: [{}]\n    image: {}\n",
+            self.provider,
+            quote(&self.command.display().to_string()),
+            args.join(", "),
+            env.join(", "),
+            self.image
         )
-        .unwrap();
-        path
     }
 
     /// The entry file name a node computes for this target: the provider run with the shared
@@ -492,6 +204,62 @@ impl TargetSpec {
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
         names[0].clone()
+    }
+}
+
+/// A config file with these targets (name, target) for the shared identity `nodes`.
+pub fn config_of(dir: &Path, targets: &[(&str, &TargetSpec)]) -> PathBuf {
+    let items: String = targets.iter().map(|(name, t)| t.item(name)).collect();
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, format!("sharedIdentity: nodes\ntargets:\n{items}")).unwrap();
+    path
+}
+
+/// A provider written as a shell script, for entries the real ones do not make: in key-only
+/// mode it prints the line for `FAKE_KEY`/`FAKE_FILE` (from its `env`); otherwise it writes an
+/// entry for that key with a password of `FAKE_SIZE` bytes, valid for an hour, and answers for
+/// the host `FAKE_HOST`.
+pub fn script_provider(dir: &Path) -> PathBuf {
+    let path = dir.join("script-provider");
+    std::fs::write(
+        &path,
+        r#"#!/bin/sh
+cat > /dev/null
+if [ "$CREDENTIAL_PROVIDER_PRINT_CACHE_KEY" = true ]; then
+  printf '{"kind":"TokenCacheKey","file":"%s","key":"%s"}\n' "$FAKE_FILE" "$FAKE_KEY"
+  exit 0
+fi
+now=$(date +%s)
+umask 077
+password=$(head -c "$FAKE_SIZE" /dev/zero | tr '\0' p)
+printf '{"version":1,"key":"%s","username":"AWS","password":"%s","expiresAt":%d,"fetchedAt":%d,"refreshAt":%d}' \
+  "$FAKE_KEY" "$password" $((now + 3600)) "$now" $((now + 1800)) > "$CREDENTIAL_PROVIDER_TOKEN_CACHE_DIR/$FAKE_FILE"
+printf '{"apiVersion":"credentialprovider.kubelet.k8s.io/v1","kind":"CredentialProviderResponse","cacheKeyType":"Registry","cacheDuration":"30m","auth":{"%s":{"username":"AWS","password":"x"}}}\n' "$FAKE_HOST"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+impl TargetSpec {
+    /// [`script_provider`] for the ECR key of `region`, with `size`-byte passwords.
+    pub fn script(command: &Path, region: &str, size: usize) -> TargetSpec {
+        use kcp_plugin::token_cache::{CacheKey, Issuer};
+        let key = CacheKey::new(Issuer::Ecr).scope("region", region);
+        let host = format!("123456789012.dkr.ecr.{region}.amazonaws.com");
+        TargetSpec {
+            provider: "ecr",
+            command: command.to_owned(),
+            args: Vec::new(),
+            env: vec![
+                ("FAKE_KEY".into(), key.canonical()),
+                ("FAKE_FILE".into(), key.file_name()),
+                ("FAKE_SIZE".into(), size.to_string()),
+                ("FAKE_HOST".into(), host.clone()),
+            ],
+            image: format!("{host}/app"),
+        }
     }
 }
 
@@ -567,8 +335,23 @@ pub struct Controller {
     reader: Option<std::thread::JoinHandle<()>>,
 }
 
-/// The command line every test starts from: short Lease durations so takeovers happen fast.
+/// The durations every test runs with: short, so takeovers happen fast; the API timeout shorter
+/// than the lease duration minus the renew deadline, as the controller requires.
+pub const DURATIONS: [&str; 5] = [
+    "--lease-duration=6s",
+    "--renew-deadline=3s",
+    "--retry-period=200ms",
+    "--failure-backoff=200ms",
+    "--api-timeout=2s",
+];
+
+/// The command line every test starts from: [`command_with`] the [`DURATIONS`].
 pub fn command(api: &FakeApi, dir: &Path, config: &Path) -> Command {
+    command_with(api, dir, config, &DURATIONS)
+}
+
+/// The controller with a hermetic environment, its work directory in `dir`, and `durations`.
+pub fn command_with(api: &FakeApi, dir: &Path, config: &Path, durations: &[&str]) -> Command {
     let mut command = Command::new(kcp_testkit::binary_under_test(BIN));
     command
         .env_clear()
@@ -582,12 +365,8 @@ pub fn command(api: &FakeApi, dir: &Path, config: &Path) -> Command {
             ME,
             "--work-dir",
             &dir.join("work").display().to_string(),
-            "--lease-duration=4s",
-            "--renew-deadline=3s",
-            "--retry-period=200ms",
-            "--failure-backoff=200ms",
-            "--api-timeout=5s",
-        ]);
+        ])
+        .args(durations);
     command
 }
 

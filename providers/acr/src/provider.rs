@@ -10,7 +10,7 @@ use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentia
 use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
-use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
+use kcp_plugin::token_cache::{self, CacheKey, Issuer, RegistryToken, TokenCache};
 
 use crate::annotations::{CLIENT_ID_ANNOTATION, TENANT_ID_ANNOTATION};
 use crate::cloud::{ACR_SCOPE, Cloud};
@@ -29,10 +29,10 @@ pub const ANONYMOUS_KEY: &str = "*.azurecr.*";
 pub const FALLBACK_CACHE: Duration = Duration::from_secs(60 * 60);
 /// Time kept between the kubelet's cache expiry and the refresh token's.
 pub const CACHE_MARGIN: Duration = Duration::from_secs(5 * 60);
-/// The longest life believed of a refresh token. ACR's live 3 hours; an `exp` further ahead than
-/// this (a broken or hostile token: `exp: 1e18` reads as a date in the year 3e10) is capped here,
-/// so neither the kubelet nor the token cache keeps the token for centuries.
-pub const MAX_REFRESH_LIFE: Duration = Duration::from_secs(24 * 60 * 60);
+/// The longest life believed of a refresh token: ACR's live 3 hours. An `exp` further ahead (a
+/// broken or hostile token: `exp: 1e18` reads as a date in the year 3e10) is capped here, the
+/// same bound the token cache and the runner hold every ACR token to.
+pub const MAX_REFRESH_LIFE: Duration = Issuer::Acr.longest_life();
 /// At most this much of what is left is kept back from the Entra call for the exchange.
 const EXCHANGE_RESERVE: Duration = Duration::from_secs(10);
 
@@ -81,6 +81,12 @@ struct Settled {
 impl Provider for AcrProvider {
     type Plan<'a> = Plan;
     type Error = anyhow::Error;
+    const ISSUER: Option<Issuer> = Some(Issuer::Acr);
+
+    /// `None` as well for a cloud whose metadata must be fetched first.
+    fn cache_key<'p>(&self, plan: &'p Plan) -> Option<&'p CacheKey> {
+        plan.ready.as_ref()?.settled.key.as_ref()
+    }
 
     fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan> {
         let config = &self.config;
@@ -362,7 +368,7 @@ fn cache_key(
     identity: &Identity,
     config_path: &str,
 ) -> Option<CacheKey> {
-    let key = CacheKey::new("acr")
+    let key = CacheKey::new(Issuer::Acr)
         .scope("login-server", login_server)
         .scope("cloud", &cloud.name)
         .scope("scope", scope)

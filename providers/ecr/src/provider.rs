@@ -14,7 +14,7 @@ use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentia
 use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::logging::error_chain;
-use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
+use kcp_plugin::token_cache::{self, CacheKey, Issuer, RegistryToken, TokenCache};
 
 use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};
@@ -31,7 +31,7 @@ pub const ROLE_ARN_ENV: &str = "AWS_ECR_ROLE_ARN";
 /// How long an ECR authorization token is valid (AWS documents 12 hours). A later `expiresAt` (a
 /// broken or hostile answer: `1e300` reads as the year 292 billion) is capped to this, so neither
 /// the kubelet nor the token cache keeps the token for centuries.
-pub const MAX_TOKEN_LIFE: Duration = Duration::from_secs(12 * 60 * 60);
+pub const MAX_TOKEN_LIFE: Duration = Issuer::Ecr.longest_life();
 
 /// Settings of one run.
 #[derive(Debug, Clone)]
@@ -75,16 +75,21 @@ const NODE_IDENTITY_ENV: &[&str] = &[
     "AWS_DEFAULT_REGION",
 ];
 
-/// Endpoint settings: a token from one endpoint is no answer for another.
+/// Where the registry's token comes from: a token from one endpoint is no answer for another.
 const ENDPOINT_ENV: &[&str] = &[
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_ECR",
     "AWS_ENDPOINT_URL_ECR_PUBLIC",
-    "AWS_ENDPOINT_URL_STS",
     "AWS_USE_FIPS_ENDPOINT",
     "AWS_USE_DUALSTACK_ENDPOINT",
-    "AWS_STS_REGIONAL_ENDPOINTS",
 ];
+
+/// How the node reaches STS for its own credentials: part of the node's identity (a node's
+/// entries stay its own), but not of which token ECR issues, so a shared identity stands in for
+/// them with the rest of the node's parts. IRSA injects `AWS_STS_REGIONAL_ENDPOINTS=regional`
+/// into the token controller's pod and nodes do not have it: in the key, every node would compute
+/// another entry than the controller publishes.
+const STS_ENDPOINT_ENV: &[&str] = &["AWS_ENDPOINT_URL_STS", "AWS_STS_REGIONAL_ENDPOINTS"];
 
 /// A token as ECR returns it.
 struct Token {
@@ -153,6 +158,11 @@ pub struct Plan<'a> {
 impl Provider for EcrProvider {
     type Plan<'a> = Plan<'a>;
     type Error = anyhow::Error;
+    const ISSUER: Option<Issuer> = Some(Issuer::Ecr);
+
+    fn cache_key<'p>(&self, plan: &'p Plan<'_>) -> Option<&'p CacheKey> {
+        plan.key.as_ref()
+    }
 
     fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
         self.plan_with(request, true)
@@ -498,25 +508,26 @@ fn cache_key(
     request: &CredentialProviderRequest,
 ) -> Option<CacheKey> {
     let key = match kind {
-        RegistryKind::Private(p) => CacheKey::new("ecr")
+        RegistryKind::Private(p) => CacheKey::new(Issuer::Ecr)
             .scope("api", "ecr")
             .scope("partition", p.partition())
             .scope("region", &p.region)
             .scope("fips", &p.fips.to_string())
             .scope("dual-stack", &p.dual_stack().to_string()),
-        RegistryKind::Public => CacheKey::new("ecr")
+        RegistryKind::Public => CacheKey::new(Issuer::Ecr)
             .scope("api", "ecr-public")
             .scope("region", PUBLIC_REGION),
         // The default region comes from the environment, which the identity covers.
-        RegistryKind::Other => CacheKey::new("ecr")
+        RegistryKind::Other => CacheKey::new(Issuer::Ecr)
             .scope("api", "ecr")
             .scope("region", "default"),
     }
     .identity_env(ENDPOINT_ENV);
     match (principal, &request.service_account_token) {
-        (Principal::WebIdentity(role_arn), Some(token)) => {
-            key.identity("role", role_arn).service_account(token)
-        }
+        (Principal::WebIdentity(role_arn), Some(token)) => key
+            .identity("role", role_arn)
+            .identity_env(STS_ENDPOINT_ENV)
+            .service_account(token),
         // The association (cluster, service account) names the role; the node's identity
         // signs the exchange.
         (Principal::PodIdentity(target), Some(token)) => key
@@ -527,14 +538,19 @@ fn cache_key(
             )
             .identity_env(&["AWS_ENDPOINT_URL_EKS_AUTH"])
             .identity_env(NODE_IDENTITY_ENV)
+            .identity_env(STS_ENDPOINT_ENV)
             .service_account(token),
         // The node's identity assumes the role: both are part of who the token is for.
         (Principal::NodeAssumes(role), _) => Some(
             key.identity("assume-role", &role.arn)
                 .identity("external-id", external_id.unwrap_or_default())
-                .node_identity_env(NODE_IDENTITY_ENV),
+                .node_identity_env(NODE_IDENTITY_ENV)
+                .node_identity_env(STS_ENDPOINT_ENV),
         ),
-        _ => Some(key.node_identity_env(NODE_IDENTITY_ENV)),
+        _ => Some(
+            key.node_identity_env(NODE_IDENTITY_ENV)
+                .node_identity_env(STS_ENDPOINT_ENV),
+        ),
     }
 }
 

@@ -23,7 +23,7 @@ use kcp_kubelet::{
 use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
-use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
+use kcp_plugin::token_cache::{self, CacheKey, Issuer, RegistryToken, TokenCache};
 
 use crate::dockercfg;
 use crate::keyfile::ServiceAccountKey;
@@ -129,6 +129,11 @@ pub struct Plan<'a> {
 impl Provider for GcrProvider {
     type Plan<'a> = Plan<'a>;
     type Error = anyhow::Error;
+    const ISSUER: Option<Issuer> = Some(Issuer::Gcr);
+
+    fn cache_key<'p>(&self, plan: &'p Plan<'_>) -> Option<&'p CacheKey> {
+        plan.token.as_ref()?.cache_key.as_ref()
+    }
 
     fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
         let token = match self.flow {
@@ -243,7 +248,7 @@ impl GcrProvider {
             Some(path) => {
                 let key = ServiceAccountKey::load(path)
                     .map_err(|e| anyhow!("{e:#} (GOOGLE_APPLICATION_CREDENTIALS / --json-key)"))?;
-                let cache_key = CacheKey::new("gcr")
+                let cache_key = CacheKey::new(Issuer::Gcr)
                     .scope("source", "key-file")
                     .scope("token-uri", key.token_uri.as_str())
                     .identity("client_email", &key.client_email)
@@ -265,7 +270,7 @@ impl GcrProvider {
             None => TokenPlan {
                 source: TokenSource::Metadata,
                 cache_key: Some(
-                    CacheKey::new("gcr")
+                    CacheKey::new(Issuer::Gcr)
                         .scope("source", "metadata")
                         .scope("host", self.metadata.host()),
                 ),
@@ -482,7 +487,7 @@ fn federated_plan<'a>(
         }
         _ => wif.default_service_account.as_deref(),
     };
-    let cache_key = CacheKey::new("gcr")
+    let cache_key = CacheKey::new(Issuer::Gcr)
         .scope("source", "workload-identity")
         .scope("audience", &wif.audience)
         .scope("sts", wif.sts_endpoint.as_str())

@@ -17,7 +17,7 @@ use serde_json::Value;
 /// `expires_in` or `expireTime` (a broken or hostile answer: `expires_in: 1e18` is a date in
 /// the year 3e10) is capped here, so neither the kubelet nor the token cache keeps a token for
 /// centuries.
-pub const MAX_TOKEN_LIFE: Duration = Duration::from_secs(12 * 60 * 60);
+pub const MAX_TOKEN_LIFE: Duration = kcp_plugin::token_cache::Issuer::Gcr.longest_life();
 
 /// `expires_at`, but no later than [`MAX_TOKEN_LIFE`] after `now`.
 pub fn capped_expiry(expires_at: SystemTime, now: SystemTime) -> SystemTime {

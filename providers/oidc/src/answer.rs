@@ -13,7 +13,7 @@ use crate::protocols::ProtocolError;
 
 /// The longest life believed from an answer: a huge `expires_in` (or `exp`) is read as this, so a
 /// server's mistake cannot keep a credential cached for days.
-pub const MAX_LIFE: Duration = Duration::from_secs(12 * 3600);
+pub const MAX_LIFE: Duration = kcp_plugin::token_cache::Issuer::Oidc.longest_life();
 
 /// A credential as an answer gives it, before the protocol names its user.
 #[derive(Debug, Clone, PartialEq, Eq)]

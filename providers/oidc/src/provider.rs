@@ -18,7 +18,7 @@ use kcp_oidc_registries::{Protocol, Registries, Registry};
 use kcp_plugin::Provider;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
-use kcp_plugin::token_cache::{self, CacheKey, RegistryToken, TokenCache};
+use kcp_plugin::token_cache::{self, CacheKey, Issuer, RegistryToken, TokenCache};
 
 use crate::protocols::{self, Exchange, Issued, passthrough};
 
@@ -61,6 +61,11 @@ pub struct Plan<'a> {
 impl Provider for OidcProvider {
     type Plan<'a> = Plan<'a>;
     type Error = anyhow::Error;
+    const ISSUER: Option<Issuer> = Some(Issuer::Oidc);
+
+    fn cache_key<'p>(&self, plan: &'p Plan<'_>) -> Option<&'p CacheKey> {
+        plan.cache_key.as_ref()
+    }
 
     fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Plan<'a>> {
         let host = request.image_ref.registry();
@@ -247,7 +252,7 @@ fn cache_key(
         Some(Ok(url)) => url.to_string(),
         _ => String::new(),
     };
-    let key = CacheKey::new("oidc")
+    let key = CacheKey::new(Issuer::Oidc)
         .scope("registry", host)
         .scope("host", &registry.host)
         .scope("endpoint", &endpoint)

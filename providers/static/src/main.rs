@@ -64,6 +64,13 @@ struct StaticProvider {
 impl kcp_plugin::Provider for StaticProvider {
     type Plan<'a> = Credentials;
     type Error = anyhow::Error;
+    /// A robot account's password does not expire: `cacheDuration` is the configured one.
+    const ISSUER: Option<kcp_plugin::token_cache::Issuer> = None;
+
+    /// Nothing is cached: the answer is read from the password file on every exec.
+    fn cache_key<'p>(&self, _: &'p Credentials) -> Option<&'p kcp_plugin::token_cache::CacheKey> {
+        None
+    }
 
     fn plan<'a>(&'a self, request: &'a CredentialProviderRequest) -> anyhow::Result<Credentials> {
         let registry = request.image_ref.registry();

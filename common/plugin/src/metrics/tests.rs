@@ -25,7 +25,7 @@ fn renders_every_family_in_a_stable_order() {
         m.render(),
         format!(
             "{MARKER}
-# HELP credential_provider_requests_total Credential requests answered by this plugin, by outcome (cache_hit, fetched, error) and error class.
+# HELP credential_provider_requests_total Credential requests answered by this plugin, by outcome (cache_hit, fleet_copy, fetched, error) and error class.
 # TYPE credential_provider_requests_total counter
 credential_provider_requests_total{{provider=\"ecr\",outcome=\"cache_hit\"}} 1
 credential_provider_requests_total{{provider=\"ecr\",outcome=\"error\",class=\"upstream_5xx\"}} 1
@@ -158,4 +158,35 @@ fn noted_tokens_are_taken_once() {
     note_token(Source::Cache, None);
     assert_eq!(take_noted(), Some((Source::Cache, None)));
     assert_eq!(take_noted(), None);
+}
+
+/// An answer from a copy of the fleet's entry is told apart from the node's own cache hits, in
+/// the file and after reading it back.
+#[test]
+fn fleet_copies_are_counted_apart_from_cache_hits() {
+    assert_eq!(
+        Outcome::answered(Some(Source::FleetCopy)),
+        Outcome::FleetCopy
+    );
+    assert_eq!(Outcome::answered(Some(Source::Cache)), Outcome::CacheHit);
+    assert_eq!(Outcome::answered(Some(Source::Upstream)), Outcome::Fetched);
+    let mut m = Metrics::default();
+    m.add("ecr", &run(Outcome::FleetCopy, None));
+    m.add("ecr", &run(Outcome::FleetCopy, None));
+    m.add("ecr", &run(Outcome::CacheHit, None));
+    let text = m.render();
+    assert!(
+        text.contains(
+            "credential_provider_requests_total{provider=\"ecr\",outcome=\"fleet_copy\"} 2\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "credential_provider_requests_total{provider=\"ecr\",outcome=\"cache_hit\"} 1\n"
+        ),
+        "{text}"
+    );
+    let back = Metrics::parse(text.as_bytes()).unwrap_or_else(|_| panic!("{text}"));
+    assert_eq!(back.render(), text);
 }

@@ -4,7 +4,8 @@
 use kcp_kubelet::secret::Secret;
 
 use super::SHARED_PART;
-use super::shared::SharedIdentity;
+use super::fleet::SharedIdentity;
+use super::issuer::Issuer;
 use crate::jwt::ServiceAccountClaims;
 
 /// What a cache entry is for: a provider, the scope of its tokens and a fingerprint of the
@@ -24,8 +25,9 @@ pub struct CacheKey {
 }
 
 impl CacheKey {
-    /// A key for `provider` (e.g. `ecr`). Add scope and identity parts, then use it.
-    pub fn new(provider: &str) -> Self {
+    /// A key for tokens of `issuer`. Add scope and identity parts, then use it.
+    pub fn new(issuer: Issuer) -> Self {
+        let provider = issuer.name();
         CacheKey {
             canonical: format!("provider={}", escape(provider)),
             identity: lp(provider),
@@ -134,6 +136,11 @@ impl CacheKey {
             self.canonical,
             kcp_kubelet::hex::encode(context.finish().as_ref())
         )
+    }
+
+    /// The entry's file name in a cache directory (and its data key in the fleet's Secret).
+    pub fn file_name(&self) -> String {
+        format!("{}.json", self.file_stem())
     }
 
     /// The entry's file name stem: a hash of the canonical text.

@@ -25,7 +25,7 @@ impl Drop for Scratch {
 }
 
 fn key() -> CacheKey {
-    CacheKey::new("ecr")
+    CacheKey::new(Issuer::Ecr)
         .scope("region", "us-east-1")
         .identity("AWS_PROFILE", "nodes")
 }
@@ -83,19 +83,19 @@ fn keys_show_scope_and_hide_identity() {
     );
     assert_ne!(
         k.file_stem(),
-        CacheKey::new("ecr")
+        CacheKey::new(Issuer::Ecr)
             .scope("region", "us-west-2")
             .identity("AWS_PROFILE", "nodes")
             .file_stem()
     );
     // Parts are length-prefixed and escaped: no two spellings collide.
     assert_ne!(
-        CacheKey::new("p").identity("ab", "c").canonical(),
-        CacheKey::new("p").identity("a", "bc").canonical()
+        CacheKey::new(Issuer::Oidc).identity("ab", "c").canonical(),
+        CacheKey::new(Issuer::Oidc).identity("a", "bc").canonical()
     );
     assert_ne!(
-        CacheKey::new("p").scope("a", "b;c=d").canonical(),
-        CacheKey::new("p")
+        CacheKey::new(Issuer::Oidc).scope("a", "b;c=d").canonical(),
+        CacheKey::new(Issuer::Oidc)
             .scope("a", "b")
             .scope("c", "d")
             .canonical()
@@ -312,6 +312,18 @@ fn untrustworthy_entries_are_ignored_and_replaced() {
         ),
         ("directory", Box::new(|| fs::create_dir(&path).unwrap())),
         (
+            "a longer life than an ECR token has (an expiry in 9999)",
+            Box::new(|| {
+                let mut entry: serde_json::Value = serde_json::from_slice(&valid).unwrap();
+                entry["expiresAt"] = serde_json::json!(253_402_300_799_i64);
+                private(&serde_json::to_vec(&entry).unwrap());
+            }),
+        ),
+        (
+            "a key of no provider of ours",
+            Box::new(|| private(&edited("provider=ecr", "provider=xyz"))),
+        ),
+        (
             "written in the future",
             Box::new(|| {
                 let mut entry: serde_json::Value = serde_json::from_slice(&valid).unwrap();
@@ -499,6 +511,7 @@ fn plant_entry(dir: &Path, stem: &str, expires_at: i64, size: usize) {
         expires_at,
         fetched_at: expires_at - 3600,
         refresh_at: expires_at - 300,
+        fleet: None,
     };
     let path = dir.join(format!("{stem}.json"));
     fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
@@ -604,6 +617,63 @@ fn writes_prune_expired_entries_and_hold_the_entry_cap() {
     assert_eq!(
         fetch_counted(&cache, &key(), &calls, Duration::from_secs(600)).1,
         Source::Cache
+    );
+}
+
+/// Copies of the fleet's entries are capped by `wait`, not here: however many there are, a
+/// provider's write never removes an entry of the node's own to make room for them, and removes
+/// a copy only once it has expired.
+#[test]
+fn copies_of_the_fleet_never_push_out_the_nodes_own_entries() {
+    let dir = Scratch::new();
+    let cache = TokenCache::new(&dir.0);
+    cache.prepare_dir().unwrap();
+    let now = unix_secs(SystemTime::now());
+    // 999 own entries that expire soon, and 300 live copies that expire late.
+    for n in 0..999 {
+        plant_entry(&dir.0, &stem(n), now + 600 + n as i64, 300);
+    }
+    let copy = |n: usize, expires_at: i64| {
+        let path = dir.0.join(format!("{}.json", stem(n)));
+        let entry = serde_json::json!({
+            "version": 1, "key": "provider=ecr;shared-identity=nodes;identity=sha256:00",
+            "username": "AWS", "password": "p", "expiresAt": expires_at,
+            "fetchedAt": expires_at - 3600, "refreshAt": expires_at - 300,
+            "fleet": {"published": "sha256:00", "seenAt": now},
+        });
+        fs::write(&path, serde_json::to_vec(&entry).unwrap()).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    };
+    for n in 5000..5300 {
+        copy(n, now + 40_000);
+    }
+    copy(6000, now - 1);
+    let calls = AtomicUsize::new(0);
+    fetch_counted(&cache, &key(), &calls, Duration::from_secs(600));
+    let entries = names(&dir.0, ".json");
+    // The new entry and 999 own ones: exactly the own cap, nothing of ours removed.
+    let own: Vec<usize> = (0..999)
+        .filter(|n| entries.contains(&format!("{}.json", stem(*n))))
+        .collect();
+    assert_eq!(own.len(), 999);
+    let copies = (5000..5300)
+        .filter(|n| entries.contains(&format!("{}.json", stem(*n))))
+        .count();
+    assert_eq!(copies, 300, "live copies are wait's to cap");
+    assert!(
+        !entries.contains(&format!("{}.json", stem(6000))),
+        "an expired copy goes"
+    );
+    // One more own entry: now over the own cap, the own entry expiring first goes, no copy.
+    let other = CacheKey::new(Issuer::Ecr).scope("region", "eu-west-1");
+    fetch_counted(&cache, &other, &calls, Duration::from_secs(7200));
+    let entries = names(&dir.0, ".json");
+    assert!(!entries.contains(&format!("{}.json", stem(0))));
+    assert_eq!(
+        (5000..5300)
+            .filter(|n| entries.contains(&format!("{}.json", stem(*n))))
+            .count(),
+        300
     );
 }
 

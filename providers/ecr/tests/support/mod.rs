@@ -209,31 +209,7 @@ pub fn sigv4_scope(request: &RecordedRequest) -> Option<(String, String, String)
 
 /// Form fields of a URL-encoded body.
 pub fn form(request: &RecordedRequest) -> Vec<(String, String)> {
-    request
-        .body_text()
-        .split('&')
-        .filter_map(|pair| pair.split_once('='))
-        .map(|(k, v)| (decode(k), decode(v)))
-        .collect()
-}
-
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("00");
-                out.push(u8::from_str_radix(hex, 16).unwrap_or(b'?'));
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    request.form()
 }
 
 pub const NODE_ASSUMED_SECRET_KEY: &str = "node-assumed-secret-key-value";

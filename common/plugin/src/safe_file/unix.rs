@@ -1,4 +1,4 @@
-//! The token cache's file operations on Unix: every file is opened with `O_NOFOLLOW` (a symlink
+//! [`super`]'s file operations on Unix: every file is opened with `O_NOFOLLOW` (a symlink
 //! is refused, never followed) and `O_NONBLOCK` (a FIFO cannot hold `open()`), and trusted only
 //! after `fstat` on the open descriptor shows a regular file of the running user, closed to group
 //! and others.
@@ -10,17 +10,17 @@ use std::path::Path;
 use std::time::SystemTime;
 
 /// Who the cache's files must belong to: the effective uid.
-pub(crate) type Owner = u32;
+pub type Owner = u32;
 
 /// The running process's effective uid.
-pub(crate) fn current_owner() -> Owner {
+pub fn current_owner() -> Owner {
     // SAFETY: geteuid has no preconditions and cannot fail.
     unsafe { libc::geteuid() }
 }
 
 /// Creates `dir` `0700`, refuses one that is not a real directory of `owner`, and closes one that
 /// is open to others.
-pub(crate) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
+pub fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
     fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -47,7 +47,7 @@ pub(crate) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
 /// Opens a lock file without following a link or blocking on a FIFO, and checks the open file:
 /// a regular file of `owner`, closed to others. `create`: make it (`0600`) when missing;
 /// otherwise a missing lock is `Ok(None)`.
-pub(crate) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
+pub fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
     let file = match OpenOptions::new()
         .create(create)
         .truncate(false)
@@ -72,7 +72,7 @@ pub(crate) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Opti
 
 /// Reads a cache file of at most `max_bytes` only if it is a regular file owned by `owner` and
 /// closed to others. `Ok(None)`: no such file.
-pub(crate) fn read_owned_file(
+pub fn read_owned_file(
     path: &Path,
     owner: &Owner,
     max_bytes: u64,
@@ -82,7 +82,7 @@ pub(crate) fn read_owned_file(
 
 /// [`read_owned_file`] for a file others may read but not write (the metrics file, which holds
 /// no secret and is read by an exporter running as another user).
-pub(crate) fn read_shared_file(
+pub fn read_shared_file(
     path: &Path,
     owner: &Owner,
     max_bytes: u64,
@@ -123,7 +123,7 @@ fn read_checked(
 }
 
 /// When `path` was last written, if it is a regular file of `owner` (not followed if a link).
-pub(crate) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
+pub fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
     let meta = fs::symlink_metadata(path).ok()?;
     (meta.is_file() && meta.uid() == *owner)
         .then(|| meta.modified().ok())
@@ -156,17 +156,19 @@ fn check_mode(meta: &fs::Metadata, owner: &Owner, forbidden: u32) -> Result<(), 
 /// Writes `bytes` to a new `0600` file next to `path` and renames it over `path`, so a reader
 /// sees the old entry or the new one, never half of one. The temporary file is created
 /// exclusively (`O_EXCL`: whatever already has its name, link or FIFO, is never opened).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io::Result<()> {
     write_atomic_mode(path, bytes, 0o600, false)
+}
+
+/// [`write_atomic`], synced to disk before the rename: a crash leaves the old file or the whole
+/// new one (the token controller's saved entries).
+pub fn write_atomic_durable(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io::Result<()> {
+    write_atomic_mode(path, bytes, 0o600, true)
 }
 
 /// [`write_atomic`] of a file others may read (`0644`: the metrics file, no secret in it),
 /// synced to disk before the rename so a crash leaves the old file or the whole new one.
-pub(crate) fn write_atomic_shared(
-    path: &Path,
-    bytes: &[u8],
-    _owner: &Owner,
-) -> std::io::Result<()> {
+pub fn write_atomic_shared(path: &Path, bytes: &[u8], _owner: &Owner) -> std::io::Result<()> {
     write_atomic_mode(path, bytes, 0o644, true)
 }
 

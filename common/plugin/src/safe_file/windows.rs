@@ -1,4 +1,4 @@
-//! The token cache's file operations on Windows. What Unix gets from modes, `O_NOFOLLOW` and
+//! [`super`]'s file operations on Windows. What Unix gets from modes, `O_NOFOLLOW` and
 //! `fstat`, Windows gets from access lists and reparse points:
 //!
 //! - the directory is created with a protected access list that grants access only to SYSTEM,
@@ -52,7 +52,7 @@ const ALREADY_EXISTS: WIN32_ERROR = 183;
 /// The accounts the cache's files may belong to and be open to, as SID strings: the running
 /// account, the owner its token gives new objects, SYSTEM and Administrators.
 #[derive(Debug, Clone)]
-pub(crate) struct Owner {
+pub struct Owner {
     user: Option<String>,
     trusted: Vec<String>,
 }
@@ -74,7 +74,7 @@ impl Owner {
 }
 
 /// The running process's account and its token's default owner.
-pub(crate) fn current_owner() -> Owner {
+pub fn current_owner() -> Owner {
     let mut trusted = vec!["S-1-5-18".to_owned(), "S-1-5-32-544".to_owned()];
     let mut user = None;
     let mut token: HANDLE = std::ptr::null_mut();
@@ -139,7 +139,7 @@ fn token_sid<T>(
 
 /// Creates `dir` with the cache's access list, or checks an existing one: a real directory (not
 /// a link or junction) owned by a trusted account, closed to others (closed here when it is not).
-pub(crate) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
+pub fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
     if let Some(parent) = dir.parent() {
         fs::create_dir_all(parent).map_err(|e| format!("creating it failed: {e}"))?;
     }
@@ -187,7 +187,7 @@ pub(crate) fn prepare_dir(dir: &Path, owner: &Owner) -> Result<(), String> {
 
 /// Opens (or with `create`, makes) a lock file, and checks the open handle: a regular file of a
 /// trusted account, closed to others. A missing lock without `create` is `Ok(None)`.
-pub(crate) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
+pub fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Option<File>, String> {
     let existing = || {
         OpenOptions::new()
             .read(true)
@@ -217,7 +217,7 @@ pub(crate) fn open_lock(path: &Path, owner: &Owner, create: bool) -> Result<Opti
 
 /// Reads a cache file of at most `max_bytes` only if it is a regular file of a trusted account,
 /// closed to others. `Ok(None)`: no such file.
-pub(crate) fn read_owned_file(
+pub fn read_owned_file(
     path: &Path,
     owner: &Owner,
     max_bytes: u64,
@@ -240,7 +240,7 @@ pub(crate) fn read_owned_file(
 
 /// The metrics file: on Windows it is kept private like the cache's files (the exporter runs as
 /// a trusted account, LocalSystem or an administrator).
-pub(crate) fn read_shared_file(
+pub fn read_shared_file(
     path: &Path,
     owner: &Owner,
     max_bytes: u64,
@@ -249,13 +249,13 @@ pub(crate) fn read_shared_file(
 }
 
 /// [`write_atomic`] for the metrics file (private, as [`read_shared_file`] says).
-pub(crate) fn write_atomic_shared(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+pub fn write_atomic_shared(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
     write_atomic(path, bytes, owner)
 }
 
 /// When `path` was last written, if it is a regular file of a trusted account (not followed if
 /// a link).
-pub(crate) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
+pub fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime> {
     let file = OpenOptions::new()
         .access_mode(READ_CONTROL)
         .custom_flags(FILE_FLAG_OPEN_REPARSE_POINT)
@@ -267,12 +267,25 @@ pub(crate) fn own_file_modified(path: &Path, owner: &Owner) -> Option<SystemTime
 
 /// Writes `bytes` to a new private file next to `path` and renames it over `path`, so a reader
 /// sees the old entry or the new one, never half of one.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+    write_private(path, bytes, owner, false)
+}
+
+/// [`write_atomic`], flushed to disk before the rename: a crash leaves the old file or the whole
+/// new one.
+pub fn write_atomic_durable(path: &Path, bytes: &[u8], owner: &Owner) -> std::io::Result<()> {
+    write_private(path, bytes, owner, true)
+}
+
+fn write_private(path: &Path, bytes: &[u8], owner: &Owner, sync: bool) -> std::io::Result<()> {
     let tmp = super::temporary_name(path);
     let result = (|| {
         let mut file = create_private(&tmp, owner)?;
         file.write_all(bytes)?;
         file.flush()?;
+        if sync {
+            file.sync_all()?;
+        }
         drop(file);
         fs::rename(&tmp, path)
     })();
