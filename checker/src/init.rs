@@ -67,6 +67,18 @@ impl ProviderKind {
             ProviderKind::Oidc => "oidc-credential-provider",
         }
     }
+
+    /// The binary's file name on a Windows node: the kubelet runs `<name>.exe` for the config's
+    /// `name` (Go's `exec.LookPath` adds the extension).
+    pub fn binary_exe(self) -> &'static str {
+        match self {
+            ProviderKind::Ecr => "ecr-credential-provider.exe",
+            ProviderKind::Acr => "acr-credential-provider.exe",
+            ProviderKind::Gcr => "gcr-credential-provider.exe",
+            ProviderKind::Static => "static-credential-provider.exe",
+            ProviderKind::Oidc => "oidc-credential-provider.exe",
+        }
+    }
 }
 
 /// Where the node comes from: decides the paths, the flags' home and a few provider defaults.
@@ -353,18 +365,24 @@ impl InitArgs {
 }
 
 /// What `install` needs from the options: the same defaults `init` prints, never a second copy.
-// install runs on Linux only (install.rs).
-#[cfg_attr(not(unix), allow(dead_code))]
 impl InitArgs {
-    /// The providers' binary file names, in config order, each once.
+    /// The providers' binary file names, in config order, each once (`<name>.exe` on the
+    /// Windows platforms).
     pub fn binaries(&self) -> Vec<&'static str> {
+        let windows = self.windows();
         let mut names = Vec::new();
         for p in &self.providers {
-            if !names.contains(&p.binary()) {
-                names.push(p.binary());
+            let name = if windows { p.binary_exe() } else { p.binary() };
+            if !names.contains(&name) {
+                names.push(name);
             }
         }
         names
+    }
+
+    /// Whether `--providers` names `kind`.
+    pub fn has_provider(&self, kind: ProviderKind) -> bool {
+        self.providers.contains(&kind)
     }
 
     /// The kubelet's `--image-credential-provider-bin-dir` on the node.
@@ -425,7 +443,6 @@ pub fn generate(args: &InitArgs) -> Result<Generated, CommandError> {
 
 /// [`generate`], with the `--explain` lines whatever the options say: `install` prints them in
 /// its report.
-#[cfg_attr(not(unix), allow(dead_code))]
 pub fn generate_explained(args: &InitArgs) -> Result<Generated, CommandError> {
     generate_with(args, true)
 }

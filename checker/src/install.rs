@@ -13,20 +13,25 @@
 //! rolls back), binaries for another architecture than the host's are refused, and what was
 //! written is validated with the kubelet's rules and start-up checks. The kubelet is never
 //! restarted: the report says how, per platform (docs/install.md).
-// Windows builds keep the options (one CLI everywhere) and refuse at run time.
-#![cfg_attr(not(unix), allow(dead_code, unused_imports))]
+//
+// Each build writes the nodes of its own OS: the Linux build Linux nodes (ELF binaries, from a
+// container with the node's root mounted, or on the node), the Windows build Windows nodes
+// (`.exe` files, from the HostProcess DaemonSet, which sees the node's own C:\ drive, or on the
+// node); the Windows specifics are in [`pe`] and in the writer's platform module.
 
+mod binaries;
 mod elf;
+mod oidc;
+mod pe;
 mod records;
-#[cfg(unix)]
 mod stage;
-#[cfg(unix)]
 mod write;
 
 use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use self::elf::Arch;
 pub(crate) use self::elf::{HOST_ELF, Machine, elf_machine, resolve_under};
 use crate::init::{self, InitArgs};
 use crate::{CommandError, usage};
@@ -69,6 +74,17 @@ pub struct InstallArgs {
     /// it wrote them, and symlinks in their place, keeping each as `<name>.previous`.
     #[arg(long)]
     force: bool,
+    /// The architecture of the tree under --host-root: amd64 or arm64 (every binary must be
+    /// built for it). Default: that of the tree's /bin/sh (or /usr/bin/sh, /usr/bin/env,
+    /// /bin/busybox), else of the binaries when they all agree: trees without a shell, such as
+    /// extension roots and distroless images, need no option.
+    #[arg(long, value_enum, value_name = "ARCH")]
+    arch: Option<Arch>,
+    /// oidc-credential-provider's registries file to install (e.g. mounted from a ConfigMap):
+    /// checked as `validate` checks it, then written where the config's oidc entry names it
+    /// (its --config); a file the provider would refuse is refused and the node keeps its own.
+    #[arg(long, value_name = "FILE")]
+    oidc_registries_from: Option<PathBuf>,
     /// The config's options, as `init` takes them.
     #[command(flatten)]
     init: InitArgs,
@@ -77,6 +93,7 @@ pub struct InstallArgs {
 /// How the kubelet is restarted on each platform, for the report (never run by `install`).
 fn restart_hint(platform: &str) -> &'static str {
     match platform {
+        "aks-windows" | "eks-windows" => "Restart-Service kubelet on the node (PowerShell)",
         "k3s" => "systemctl restart k3s (servers) or k3s-agent (agents) on the node",
         "rke2" => "systemctl restart rke2-server (servers) or rke2-agent (agents) on the node",
         "kind" => "docker exec <node> systemctl restart kubelet, for each node container",
@@ -92,11 +109,29 @@ pub fn run(args: &InstallArgs) -> Result<u8, CommandError> {
             restart_hint(args.init.platform_name())
         ));
     }
-    if args.init.windows() {
+    if args.init.windows() && !cfg!(windows) {
         return usage(format!(
             "install writes Linux nodes; for --platform {} see docs/install.md",
             args.init.platform_name()
         ));
+    }
+    if !args.init.windows() && cfg!(windows) {
+        return usage(format!(
+            "install on Windows writes Windows nodes (--platform aks-windows or eks-windows), not --platform {}",
+            args.init.platform_name()
+        ));
+    }
+    if args.init.windows() {
+        for (option, path) in [
+            ("--bin-dir", args.init.node_bin_dir()),
+            ("--config-path", args.init.node_config_target()),
+        ] {
+            if windows_drive(&path).is_none_or(|d| !d.eq_ignore_ascii_case(&'C')) {
+                return usage(format!(
+                    "{option} {path}: install writes the node's C: drive (--host-root), so every path must be on C:"
+                ));
+            }
+        }
     }
     if !args.init.yaml() {
         return usage(
@@ -115,72 +150,63 @@ pub fn run(args: &InstallArgs) -> Result<u8, CommandError> {
     imp::install(args)
 }
 
-/// The node path `path` (absolute) as a path under the host root.
-fn under(root: &Path, path: &str) -> PathBuf {
-    root.join(path.trim_start_matches('/'))
-}
-
-#[cfg(not(unix))]
-mod imp {
-    use super::{CommandError, InstallArgs};
-
-    /// Windows: the installer writes Linux nodes only.
-    pub fn install(_args: &InstallArgs) -> Result<u8, CommandError> {
-        super::usage("install writes Linux nodes and runs on Linux only")
+/// The drive letter of a Windows node path (`C:\...` or `C:/...`).
+fn windows_drive(path: &str) -> Option<char> {
+    match path.as_bytes() {
+        [d, b':', b'\\' | b'/', ..] if d.is_ascii_alphabetic() => Some(char::from(*d)),
+        _ => None,
     }
 }
 
-#[cfg(unix)]
+/// The node path `path` (absolute) as a path under the host root: a Linux path below `/`, a
+/// Windows one (`C:\var\lib\...`) below its drive's root, so `--host-root C:\` is the node's
+/// own C: drive.
+fn under(root: &Path, path: &str) -> PathBuf {
+    if windows_drive(path).is_some() {
+        return path[3..]
+            .split(['\\', '/'])
+            .filter(|c| !c.is_empty())
+            .fold(root.to_path_buf(), |p, c| p.join(c));
+    }
+    root.join(path.trim_start_matches('/'))
+}
+
+/// The node path of `name` in the node directory `dir`, with the node's separator.
+fn node_join(dir: &str, name: &str) -> String {
+    if windows_drive(dir).is_some() {
+        format!("{}\\{name}", dir.trim_end_matches(['\\', '/']))
+    } else {
+        format!("{}/{name}", dir.trim_end_matches('/'))
+    }
+}
+
+/// The node path of `real`, a path under the host root (for the report).
+fn node_of(root: &Path, real: &Path, windows: bool) -> String {
+    let rel = real.strip_prefix(root).unwrap_or(real);
+    if windows {
+        let parts: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        format!("C:\\{}", parts.join("\\"))
+    } else {
+        Path::new("/").join(rel).display().to_string()
+    }
+}
+
 mod imp {
     use std::collections::BTreeMap;
     use std::fs;
     use std::io::Write as _;
     use std::path::{Path, PathBuf};
 
-    use super::elf::{elf_machine, host_machine};
+    use super::elf::ArchSource;
     use super::records::{ConfigOwner, MANIFEST, MARKER_PREFIX, config_owner};
     use super::records::{manifest_text, parse_manifest};
     use super::stage::{Staging, kubelet_refusal, validate_staged};
     use super::write::{HoldSignals, PREVIOUS, Planned, Verb, apply, atomic_write, leftovers};
-    use super::{CommandError, InstallArgs, init, restart_hint, under, usage};
+    use super::{CommandError, InstallArgs, init, node_join, node_of, restart_hint, under, usage};
     use crate::{refused, sha256};
-
-    /// The provider binaries in `--from`, each checked against the host's architecture.
-    fn sources<'a>(
-        args: &'a InstallArgs,
-        root: &Path,
-    ) -> Result<Vec<(&'a str, Vec<u8>)>, CommandError> {
-        let (host, host_file) = host_machine(root)?;
-        let mut sources = Vec::new();
-        for name in args.init.binaries() {
-            let src = args.from.join(name);
-            let content = match fs::read(&src) {
-                Ok(content) => content,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    return refused(format!(
-                        "{name} not found in {} (the directory of the unpacked release, or cargo build --release's target/release); nothing was changed",
-                        args.from.display()
-                    ));
-                }
-                Err(e) => return refused(format!("reading {}: {e}", src.display())),
-            };
-            match elf_machine(&content) {
-                None => {
-                    return refused(format!("{} is not a Linux (ELF) executable", src.display()));
-                }
-                Some(m) if m != host => {
-                    return refused(format!(
-                        "{} is built for {}, but the host is {} (by {host_file}): use the image for the node's architecture; nothing was changed",
-                        src.display(),
-                        m.name(),
-                        host.name()
-                    ));
-                }
-                Some(_) => sources.push((name, content)),
-            }
-        }
-        Ok(sources)
-    }
 
     /// Why the config now at `node_config` may not be replaced (`Ok`: it may).
     fn config_may_be_replaced(
@@ -225,6 +251,18 @@ mod imp {
                 "--registries-skeleton prints a file to edit, not one to install: run it with init",
             );
         }
+        if args.oidc_registries_from.is_some() {
+            if args.binaries_only || args.no_config {
+                return usage(
+                    "--oidc-registries-from writes the file the installed config names: it cannot go with --binaries-only or --no-config",
+                );
+            }
+            if !args.init.has_provider(init::ProviderKind::Oidc) {
+                return usage(
+                    "--oidc-registries-from is oidc-credential-provider's registries file: add oidc to --providers",
+                );
+            }
+        }
         let generated = if args.no_config {
             None
         } else {
@@ -242,8 +280,8 @@ mod imp {
         });
         let writes_config = config_file.is_some() && !args.binaries_only;
 
-        // The binaries, and the host's architecture.
-        let sources = sources(args, root)?;
+        // The binaries, and the architecture they must be built for.
+        let (sources, arch_source, arch) = super::binaries::sources(args, root)?;
         let bin_dir = args.init.node_bin_dir();
         let real_bin_dir = under(root, &bin_dir);
 
@@ -257,7 +295,7 @@ mod imp {
         let mut refusals = Vec::new();
         let mut planned = Vec::new();
         for (name, content) in &sources {
-            let node = format!("{}/{name}", bin_dir.trim_end_matches('/'));
+            let node = node_join(&bin_dir, name);
             let known = recorded.get(*name).cloned();
             let result = super::write::plan(
                 node.clone(),
@@ -287,7 +325,7 @@ mod imp {
 
         let target = args.init.node_config_target();
         let node_config = if args.init.drop_in() {
-            format!("{}/{}", target.trim_end_matches('/'), args.config_name)
+            node_join(&target, &args.config_name)
         } else {
             target.clone()
         };
@@ -309,6 +347,15 @@ mod imp {
                 |have| config_may_be_replaced(args, &node_config, have),
             ) {
                 Ok(p) => config_step = Some(p),
+                Err(why) => refusals.push(why),
+            }
+        }
+        // oidc's registries file, from the mounted ConfigMap (install/oidc.rs).
+        let mut registries_step = None;
+        if let (Some(source), Some(g)) = (&args.oidc_registries_from, &generated) {
+            let windows = args.init.windows();
+            match super::oidc::plan_registries(source, &g.text, root, args.force, windows)? {
+                Ok(p) => registries_step = Some(p),
                 Err(why) => refusals.push(why),
             }
         }
@@ -339,11 +386,15 @@ mod imp {
         if let Some(p) = &config_step {
             stale.extend(leftovers(&p.real));
         }
+        if let Some(p) = &registries_step {
+            stale.extend(leftovers(&p.real));
+        }
 
         let manifest_changed = new_manifest != old_manifest;
         let changes = planned
             .iter()
             .chain(&config_step)
+            .chain(&registries_step)
             .filter(|p| p.verb != Verb::Unchanged)
             .count()
             + usize::from(manifest_changed)
@@ -354,17 +405,25 @@ mod imp {
         let mut out = String::new();
         let would = if args.dry_run { "would " } else { "" };
         out.push_str(&format!("host root: {}\n", root.display()));
+        match arch_source {
+            ArchSource::Host(_) => {}
+            ArchSource::Option => {
+                out.push_str(&format!("architecture: {} (--arch)\n", arch.name()))
+            }
+            ArchSource::Binaries => out.push_str(&format!(
+                "architecture: {} (the binaries'; the tree has no /bin/sh to tell)\n",
+                arch.name()
+            )),
+        }
 
         let held = HoldSignals::new();
         for path in &stale {
-            let node = Path::new("/").join(path.strip_prefix(root).unwrap_or(path));
+            let node = node_of(root, path, args.init.windows());
             out.push_str(&format!(
-                "{would}remove a temporary file an interrupted run left: {}\n",
-                node.display()
+                "{would}remove a temporary file an interrupted run left: {node}\n"
             ));
             if !args.dry_run {
-                fs::remove_file(path)
-                    .or_else(|e| refused(format!("removing {}: {e}", node.display())))?;
+                fs::remove_file(path).or_else(|e| refused(format!("removing {node}: {e}")))?;
             }
         }
         for p in &planned {
@@ -372,16 +431,29 @@ mod imp {
         }
         // The checksums right after the binaries: a later run must know them as ours.
         if manifest_changed {
-            let node = format!("{}/{MANIFEST}", bin_dir.trim_end_matches('/'));
+            let node = node_join(&bin_dir, MANIFEST);
             out.push_str(&format!("{would}record checksums: {node}\n"));
             if !args.dry_run {
                 atomic_write(&manifest_path, new_manifest.as_bytes(), 0o644)?;
             }
         }
+        if let Some(p) = &registries_step {
+            apply(p, args.dry_run, &mut out)?;
+        }
         if let Some(p) = &config_step {
             apply(p, args.dry_run, &mut out)?;
         }
         drop(held);
+        if let (Some(p), false) = (&registries_step, args.dry_run) {
+            if let Err(e) = super::oidc::check_written(p) {
+                print!("{out}");
+                return Err(e);
+            }
+            out.push_str(&format!(
+                "validated: {} (as oidc-credential-provider reads it)\n",
+                p.node
+            ));
+        }
 
         report(
             args,

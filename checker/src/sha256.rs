@@ -1,9 +1,6 @@
 //! SHA-256 as `sha256sum` prints it: `install` records the checksum of every file it writes in
 //! the same format as `scripts/install`, to tell its own files from foreign ones.
 
-// Used by install, which runs on Linux only.
-#![cfg_attr(not(unix), allow(dead_code))]
-
 /// The SHA-256 of `data`, as 64 lowercase hex digits: ring's digest, as the providers' token
 /// cache uses, and the hex encoder the workspace shares.
 pub fn hex(data: &[u8]) -> String {

@@ -225,8 +225,24 @@ mod platform {
 
 #[cfg(not(unix))]
 mod platform {
-    /// Not used off Linux: the DaemonSets are Linux only.
-    pub(super) fn wait(_: Option<super::FleetSync>) -> Result<u8, String> {
-        Err("wait runs in the Linux DaemonSet only".to_owned())
+    use std::io::Write as _;
+
+    /// The Windows DaemonSet's main container (deploy/overlays/aks-windows): it only waits, so
+    /// the pod shows Running and a new node or image installs again. A HostProcess container is
+    /// stopped by ending its job object: there is no signal to wait for. Fleet mode's copies are
+    /// Linux only (the token controller's DaemonSets).
+    pub(super) fn wait(sync: Option<super::FleetSync>) -> Result<u8, String> {
+        if sync.is_some() {
+            return Err(
+                "wait: --fleet-tokens: fleet mode runs in the Linux DaemonSets only".to_owned(),
+            );
+        }
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "waiting until the container is stopped");
+        let _ = stdout.flush();
+        drop(stdout);
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
     }
 }

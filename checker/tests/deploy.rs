@@ -13,6 +13,9 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::assert_contains;
+use common::install::{self, assert_up_to_date};
+
 #[test]
 fn deploy_is_rendered_from_init_and_validates() {
     if kcp_testkit::skip_on_windows(
@@ -65,7 +68,7 @@ fn deploy_is_rendered_from_init_and_validates() {
 /// kustomize builds.
 #[test]
 fn fleet_overlays_hold_the_controller_and_its_narrow_rbac() {
-    let deploy = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy");
+    let deploy = common::workspace("deploy");
     let role = r#"kind: "Role"
 metadata:
   name: "credential-provider-token-controller"
@@ -125,6 +128,186 @@ rules:
     assert!(!deploy.join("overlays/gke-fleet").exists());
     let component = std::fs::read_to_string(deploy.join("fleet/kustomization.yaml")).unwrap();
     assert!(component.contains("\nkind: \"Component\"\n"), "{component}");
+}
+
+/// The oidc overlay (issue #37): the generic profile plus oidc-credential-provider, whose
+/// registries file comes from a ConfigMap mounted read-only into the install container only. The
+/// rendered install arguments, run as the init container runs them (a fake host root for
+/// `/host`, a fake release for `/bin`, the ConfigMap's file where the mount puts it), install the
+/// example file at the path the config names, and a rerun changes nothing.
+#[test]
+fn the_oidc_overlay_installs_the_configmaps_registries_file() {
+    if kcp_testkit::skip_on_windows(
+        "the_oidc_overlay_installs_the_configmaps_registries_file",
+        "runs the Linux installer's rendered arguments against a Linux tree",
+    ) {
+        return;
+    }
+    let deploy = common::workspace("deploy");
+    let text = std::fs::read_to_string(deploy.join("rendered/oidc.yaml")).unwrap();
+    let kinds: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("kind: "))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "\"Namespace\"",
+            "\"ServiceAccount\"",
+            "\"ConfigMap\"",
+            "\"DaemonSet\""
+        ]
+    );
+    for want in [
+        "            - name: \"oidc-registries\"\n              mountPath: \"/etc/oidc-registries\"\n              readOnly: true\n",
+        "        - name: \"oidc-registries\"\n          configMap:\n            name: \"kubelet-credential-providers-oidc\"\n",
+    ] {
+        assert!(text.contains(want), "{want}");
+    }
+    assert_eq!(
+        text.matches("mountPath: \"/etc/oidc-registries\"").count(),
+        1,
+        "install only"
+    );
+    let overlay = std::fs::read_to_string(deploy.join("overlays/oidc/kustomization.yaml")).unwrap();
+    assert!(
+        overlay.contains("  - \"../generic\"\n  - \"configmap.yaml\"\n"),
+        "{overlay}"
+    );
+
+    // The ConfigMap's file (the literal block under `registries.yaml: |`).
+    let registries: String = text
+        .lines()
+        .skip_while(|l| *l != "  registries.yaml: |")
+        .skip(1)
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .map(|l| format!("{}\n", l.strip_prefix("    ").unwrap_or(l)))
+        .collect();
+    assert!(registries.contains("\nregistries:\n"), "{registries}");
+
+    // install's arguments as rendered, in the init container's environment.
+    let args: Vec<String> = text
+        .lines()
+        .skip_while(|l| *l != "        - name: \"install\"")
+        .skip_while(|l| *l != "          args:")
+        .skip(1)
+        .take_while(|l| l.starts_with("            - "))
+        .map(|l| serde_json::from_str::<String>(&l["            - ".len()..]).unwrap())
+        .collect();
+    assert_eq!(args[0], "install");
+    let head = install::elf_header("oidc-credential-provider");
+    let host = install::env_root("deploy-oidc-host", &head);
+    let release = install::release(
+        "deploy-oidc-release",
+        ["ecr", "acr", "gcr", "oidc"].map(|name| {
+            (
+                format!("{name}-credential-provider"),
+                install::with_tail(&head, name),
+            )
+        }),
+    );
+    let configmap = kcp_testkit::TempDir::new("deploy-oidc-configmap");
+    std::fs::write(configmap.path().join("registries.yaml"), &registries).unwrap();
+    let run_install = || {
+        let mapped: Vec<String> = args
+            .iter()
+            .map(|a| match a.as_str() {
+                "--host-root=/host" => format!("--host-root={}", host.path().display()),
+                "--from=/bin" => format!("--from={}", release.path().display()),
+                "--oidc-registries-from=/etc/oidc-registries/registries.yaml" => format!(
+                    "--oidc-registries-from={}/registries.yaml",
+                    configmap.path().display()
+                ),
+                other => other.to_owned(),
+            })
+            .collect();
+        assert!(
+            mapped
+                .iter()
+                .all(|a| !a.contains("=/host") && !a.contains("/etc/oidc-registries/")),
+            "{mapped:?}"
+        );
+        common::check(&mapped)
+    };
+    let run = run_install();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    assert_contains(
+        &run.stdout,
+        "install: /etc/kubernetes/oidc-registries.yaml\n",
+    );
+    let installed =
+        std::fs::read_to_string(host.path().join("etc/kubernetes/oidc-registries.yaml")).unwrap();
+    assert!(installed.ends_with(&registries), "{installed}");
+    let config = std::fs::read_to_string(
+        host.path()
+            .join("etc/kubernetes/credential-provider-config.yaml"),
+    )
+    .unwrap();
+    assert!(
+        config.contains("\"--config=/etc/kubernetes/oidc-registries.yaml\""),
+        "{config}"
+    );
+    let again = run_install();
+    assert_up_to_date(&again);
+}
+
+/// The Windows profile (issue #37): a HostProcess DaemonSet of its own beside the Linux one, as
+/// SYSTEM on the host network, on Windows nodes only, mounting nothing (a HostProcess container
+/// sees the node's C: drive), running the Windows installer from the image into AKS's
+/// `C:\var\lib\kubelet\credential-provider` against AgentBaker's `C:\k\credential-provider-config.yaml`,
+/// then waiting. render-deploy --check validates it against the schemas and `kubectl kustomize`.
+#[test]
+fn the_windows_overlay_is_a_hostprocess_daemonset() {
+    let deploy = common::workspace("deploy");
+    let text = std::fs::read_to_string(deploy.join("rendered/aks-windows.yaml")).unwrap();
+    for want in [
+        "\nkind: \"DaemonSet\"\nmetadata:\n  name: \"kubelet-credential-providers-windows\"\n",
+        "      os:\n        name: \"windows\"\n",
+        "      nodeSelector:\n        kubernetes.io/os: \"windows\"\n",
+        "      hostNetwork: true\n",
+        "      securityContext:\n        windowsOptions:\n          hostProcess: true\n          runAsUserName: \"NT AUTHORITY\\\\SYSTEM\"\n",
+        "          command:\n            - \"%CONTAINER_SANDBOX_MOUNT_POINT%\\\\bin\\\\credential-provider-check.exe\"\n          args:\n            - \"install\"\n            - \"--host-root=C:\\\\\"\n            - \"--from=%CONTAINER_SANDBOX_MOUNT_POINT%\\\\bin\"\n            - \"--platform=aks-windows\"\n            - \"--providers=acr\"\n            - \"--bin-dir=C:\\\\var\\\\lib\\\\kubelet\\\\credential-provider\"\n            - \"--binaries-only\"\n            - \"--replace-platform-binaries\"\n",
+        "          args:\n            - \"wait\"\n",
+    ] {
+        assert!(text.contains(want), "missing:\n{want}\nin:\n{text}");
+    }
+    for linux_only in [
+        "hostPath",
+        "volumes:",
+        "runAsUser:",
+        "capabilities:",
+        "readOnlyRootFilesystem",
+        "seccompProfile",
+        "kubernetes.io/os: \"linux\"",
+    ] {
+        assert!(!text.contains(linux_only), "{linux_only} in a Windows pod");
+    }
+    // The paths are init's for the platform (render-deploy takes them from init --explain).
+    let init = common::check([
+        "init",
+        "--explain",
+        "--platform",
+        "aks-windows",
+        "--provider",
+        "acr",
+        "--bin-dir",
+        r"C:\var\lib\kubelet\credential-provider",
+    ]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    assert!(
+        init.stderr
+            .contains(r"--image-credential-provider-config=C:\k\credential-provider-config.yaml"),
+        "{}",
+        init.stderr
+    );
+    let overlay =
+        std::fs::read_to_string(deploy.join("overlays/aks-windows/kustomization.yaml")).unwrap();
+    assert!(
+        overlay.contains(
+            "  - \"namespace.yaml\"\n  - \"serviceaccount.yaml\"\n  - \"daemonset.yaml\"\n"
+        ),
+        "{overlay}"
+    );
 }
 
 /// Whether `program` is a file in a directory of `PATH`, where render-deploy looks for it.

@@ -116,17 +116,7 @@ impl Wait {
 
     /// `wait ARGS`, returned once it says its signal handlers are in place.
     fn spawn(args: &[String]) -> Self {
-        let mut child = Command::new(common::checker())
-            .arg("wait")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (child, line) = common::start_wait(args, Stdio::inherit(), Stdio::piped());
         assert_eq!(line, "waiting for SIGTERM\n");
         Wait { child }
     }

@@ -10,11 +10,12 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use common::{Run, check, messages, snapshot, target_bin_dir, write_script};
+use common::install::{
+    assert_one_line, assert_up_to_date, elf_header, mode, node_root, script_command, wrapper,
+};
+use common::{Run, check, provider_names, snapshot, target_bin_dir, validate_clean, write_script};
 use kcp_testkit::TempDir;
 
 const BIN_DIR: &str = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
@@ -26,54 +27,13 @@ const NODE_CONFIG: &str = "/etc/kubernetes/credential-provider-config.yaml";
 /// What [`node_root`] puts in a root before any install.
 const HOST_FILES: [&str; 2] = ["bin/sh", "usr/bin/env"];
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/install")
-}
-
-/// The first bytes of the binaries under test: an ELF header of their architecture.
-fn elf_header() -> Vec<u8> {
-    let mut head = vec![0u8; 64];
-    std::io::Read::read_exact(
-        &mut std::fs::File::open(target_bin_dir().join("ecr-credential-provider")).unwrap(),
-        &mut head,
-    )
-    .unwrap();
-    head
-}
-
-/// A node's root filesystem to install into: `/usr/bin/env` an ELF file of the binaries'
-/// architecture and `/bin/sh` a symlink to it, so the installer knows the host's architecture.
-fn node_root(name: &str) -> TempDir {
-    let dir = TempDir::new(name);
-    std::fs::create_dir_all(dir.path().join("usr/bin")).unwrap();
-    std::fs::write(dir.path().join("usr/bin/env"), elf_header()).unwrap();
-    std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-    std::os::unix::fs::symlink("/usr/bin/env", dir.path().join("bin/sh")).unwrap();
-    dir
-}
-
 /// Runs `scripts/install --root ROOT --from <target dir> ARGS`.
 fn install(root: &Path, args: &[&str]) -> Run {
     install_from(root, &target_bin_dir(), args)
 }
 
 fn install_from(root: &Path, from: &Path, args: &[&str]) -> Run {
-    install_with(root, from, &common::checker(), args)
-}
-
-fn install_with(root: &Path, from: &Path, checker: &Path, args: &[&str]) -> Run {
-    let out = Command::new("bash")
-        .arg(script())
-        .arg("--root")
-        .arg(root)
-        .arg("--from")
-        .arg(from)
-        .arg("--checker")
-        .arg(checker)
-        .args(args)
-        .output()
-        .expect("running scripts/install");
-    Run::from_output(out)
+    wrapper(root, from, &common::checker(), args)
 }
 
 /// A config directory under `root` holding the real platform config `real` as `name`.
@@ -101,41 +61,6 @@ fn files(root: &Path) -> Vec<String> {
 /// Whether `root` holds only what [`node_root`] put there.
 fn untouched(root: &Path) -> bool {
     files(root).is_empty() && snapshot(root).len() == 5
-}
-
-fn mode(path: &Path) -> u32 {
-    std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
-}
-
-/// `validate --output json` with the kubelet's start-up checks on `bin`.
-fn validate_with_bins(config: &Path, bin: &Path) -> serde_json::Value {
-    let run = check([
-        "validate".as_ref(),
-        "--output".as_ref(),
-        "json".as_ref(),
-        "--config".as_ref(),
-        config.as_os_str(),
-        "--bin-dir".as_ref(),
-        bin.as_os_str(),
-    ]);
-    let report = run.json();
-    assert_eq!(run.code, 0, "{report}");
-    assert!(messages(&report, "errors").is_empty(), "{report}");
-    assert!(
-        messages(&report, "registrationErrors").is_empty(),
-        "{report}"
-    );
-    assert!(messages(&report, "warnings").is_empty(), "{report}");
-    report
-}
-
-fn provider_names(report: &serde_json::Value) -> Vec<String> {
-    report["config"]["providers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// The failure contract: exit 1, one stderr line saying why, nothing on stdout claiming success.
@@ -232,7 +157,7 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
         "{text}"
     );
     assert!(!text.contains("tokenAttributes"), "{text}");
-    let report = validate_with_bins(&config, &bin);
+    let report = validate_clean(&config, &bin);
     assert_eq!(
         provider_names(&report),
         [
@@ -267,13 +192,7 @@ fn fresh_install_writes_binaries_and_a_valid_config_then_a_rerun_changes_nothing
     let before = snapshot(root);
     let again = install(root, &["--providers", "ecr,acr,gcr"]);
     assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(
-        again
-            .stdout
-            .contains("nothing to do: everything is up to date\n"),
-        "{}",
-        again.stdout
-    );
+    assert_up_to_date(&again);
     assert_eq!(
         again.stdout.matches("unchanged: ").count(),
         4,
@@ -404,7 +323,7 @@ fn a_foreign_binary_is_never_replaced_without_force() {
         std::fs::read(bin.join("ecr-credential-provider")).unwrap(),
         std::fs::read(target_bin_dir().join("ecr-credential-provider")).unwrap()
     );
-    validate_with_bins(&root.join(CONFIG), &bin);
+    validate_clean(&root.join(CONFIG), &bin);
 }
 
 #[test]
@@ -420,7 +339,7 @@ fn its_own_older_binaries_are_upgraded() {
     // A previous release: stand-ins that answer --version like the real ones.
     let old = dir.path().join("old-release");
     std::fs::create_dir_all(&old).unwrap();
-    let mut older = elf_header();
+    let mut older = elf_header("ecr-credential-provider");
     older.extend_from_slice(b"ecr-credential-provider 0.0.1\n");
     std::fs::write(old.join("ecr-credential-provider"), older).unwrap();
     let out = install_from(root, &old, &["--providers", "ecr", "--no-config"]);
@@ -575,7 +494,7 @@ fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
     );
 
     // The kubelet's view of the directory: the platform's provider, then ours.
-    let report = validate_with_bins(&conf_d, &bin);
+    let report = validate_clean(&conf_d, &bin);
     assert_eq!(report["config"]["directory"], true);
     assert_eq!(
         provider_names(&report),
@@ -600,11 +519,7 @@ fn config_dir_mode_adds_a_drop_in_next_to_the_platform_files() {
     let before = snapshot(root);
     let again = install(root, &args);
     assert_eq!(again.code, 0, "{}", again.stderr);
-    assert!(
-        again
-            .stdout
-            .contains("nothing to do: everything is up to date\n")
-    );
+    assert_up_to_date(&again);
     assert_eq!(snapshot(root), before);
 
     // A provider the platform already configures: the kubelet would refuse the directory.
@@ -680,7 +595,7 @@ fn options_shape_the_config() {
         out.stdout, out.stderr
     );
     let config = root.join("etc/kubernetes/custom.yml");
-    validate_with_bins(&config, &root.join("opt/bin"));
+    validate_clean(&config, &root.join("opt/bin"));
     let text = std::fs::read_to_string(&config).unwrap();
     let body = text.split_once("providers:\n").unwrap().1;
     assert_eq!(
@@ -1099,16 +1014,14 @@ fn a_checker_without_install_is_named() {
         &old,
         "echo \"error: unrecognized subcommand 'install'\" >&2; echo >&2; echo 'Usage: credential-provider-check <COMMAND>' >&2; exit 2",
     );
-    let out = install_with(&root, &target_bin_dir(), &old, &["--providers", "ecr"]);
-    assert_eq!(out.code, 1, "{}", out.stderr);
-    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    assert!(
-        out.stderr.contains(&format!(
+    let out = wrapper(&root, &target_bin_dir(), &old, ["--providers", "ecr"]);
+    assert_one_line(
+        &out,
+        1,
+        &format!(
             "install: error: {} has no install command (an older release?)",
             old.display()
-        )),
-        "{}",
-        out.stderr
+        ),
     );
     assert!(snapshot(&root).is_empty());
 }
@@ -1144,8 +1057,7 @@ fn the_wrapper_only_maps_options_onto_the_checker() {
     std::fs::create_dir(&from).unwrap();
     let run = |args: &[&str]| -> (Run, Vec<String>) {
         let _ = std::fs::remove_file(dir.path().join("args"));
-        let out = Command::new("bash")
-            .arg(script())
+        let out = script_command()
             .args(args)
             .output()
             .expect("running scripts/install");
@@ -1250,8 +1162,7 @@ fn the_wrapper_finds_the_checker_beside_the_binaries_or_says_it_is_missing() {
             Some(p) => format!("{}:/usr/bin:/bin", p.display()),
             None => "/usr/bin:/bin".to_owned(),
         };
-        let out = Command::new("bash")
-            .arg(script())
+        let out = script_command()
             .args(["--providers", "ecr", "--from"])
             .arg(&release)
             .env("PATH", path)

@@ -13,7 +13,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 
-use common::{PROVIDERS, check, configs_dir, exe, messages, target_bin_dir};
+use common::{PROVIDERS, check, configs_dir, exe, messages, target_bin_dir, validate_bin_dir};
 use kcp_testkit::TempDir;
 
 /// Which registries a provider entry is meant for.
@@ -288,15 +288,7 @@ fn ready_configs_validate_clean_against_our_binaries() {
     let bin = bin_dir(&dir);
     for ready in READY {
         let path = configs_dir().join(ready.file);
-        let run = check([
-            "validate".as_ref(),
-            "--output".as_ref(),
-            "json".as_ref(),
-            "--config".as_ref(),
-            path.as_os_str(),
-            "--bin-dir".as_ref(),
-            bin.as_os_str(),
-        ]);
+        let run = validate_bin_dir(&path, &bin);
         let report = run.json();
         let name = ready.file;
         assert_eq!(run.code, 0, "{name}: {report}");

@@ -92,8 +92,8 @@ pub(crate) fn resolve_under(root: &Path, node_path: &Path) -> Option<PathBuf> {
 }
 
 /// The host's architecture, from the first ELF file of [`HOST_ELF`] on the host root, and the
-/// node path it was read from.
-pub(super) fn host_machine(root: &Path) -> Result<(Machine, String), crate::CommandError> {
+/// node path it was read from; `None` when none is there (an image or extension tree).
+fn host_machine(root: &Path) -> Option<(Machine, String)> {
     use std::io::Read as _;
     for node in HOST_ELF {
         let Some(path) = resolve_under(root, Path::new(node)) else {
@@ -104,14 +104,90 @@ pub(super) fn host_machine(root: &Path) -> Result<(Machine, String), crate::Comm
             .and_then(|mut f| f.read_exact(&mut head))
             .is_ok();
         if let Some(m) = elf_machine(&head).filter(|_| ok) {
-            return Ok((m, format!("/{node}")));
+            return Some((m, format!("/{node}")));
         }
     }
-    crate::refused(format!(
-        "cannot tell the host's architecture: none of /{} under {} is an ELF file (is --host-root the node's root filesystem?)",
-        HOST_ELF.join(", /"),
-        root.display()
-    ))
+    None
+}
+
+/// `install --arch`: the architecture of the tree being installed into, for trees without a
+/// `/bin/sh` (extension roots, distroless images).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Arch {
+    /// x86-64 (ELF machine 62).
+    #[value(alias = "x86_64", alias = "x86-64")]
+    Amd64,
+    /// AArch64 (ELF machine 183).
+    #[value(alias = "aarch64")]
+    Arm64,
+}
+
+impl Arch {
+    pub(crate) fn machine(self) -> Machine {
+        match self {
+            Arch::Amd64 => Machine(62),
+            Arch::Arm64 => Machine(183),
+        }
+    }
+}
+
+/// Where the target's architecture was learnt, for messages and the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum ArchSource {
+    /// `--arch` (checked against the tree's own ELF file, when it has one).
+    Option,
+    /// An ELF file of the tree, by its node path (`/bin/sh`).
+    Host(String),
+    /// The binaries being installed, all built for it (the tree has no ELF file to ask).
+    Binaries,
+}
+
+/// The architecture the binaries must be built for: `--arch` when given, else the tree's own
+/// (its `/bin/sh` or the other files of [`HOST_ELF`]), else the one every binary is built for.
+/// A tree whose ELF file contradicts `--arch`, or binaries that disagree in a tree that cannot
+/// tell, are refused with one line naming `--arch`. `binaries` are (path, machine) in order.
+pub(super) fn target_machine(
+    root: &Path,
+    arch: Option<Arch>,
+    binaries: &[(String, Machine)],
+) -> Result<(Machine, ArchSource), crate::CommandError> {
+    let host = host_machine(root);
+    if let Some(arch) = arch {
+        let want = arch.machine();
+        if let Some((m, file)) = host.filter(|(m, _)| *m != want) {
+            return crate::refused(format!(
+                "--arch {} contradicts the tree under {}, whose {file} is built for {}; nothing was changed",
+                want.name(),
+                root.display(),
+                m.name()
+            ));
+        }
+        return Ok((want, ArchSource::Option));
+    }
+    if let Some((m, file)) = host {
+        return Ok((m, ArchSource::Host(file)));
+    }
+    let tried = format!("/{}", HOST_ELF.join(", /"));
+    match binaries.split_first() {
+        Some(((_, first), rest)) if rest.iter().all(|(_, m)| m == first) => {
+            Ok((*first, ArchSource::Binaries))
+        }
+        Some(_) => {
+            let built: Vec<String> = binaries
+                .iter()
+                .map(|(path, m)| format!("{path}: {}", m.name()))
+                .collect();
+            crate::refused(format!(
+                "cannot tell the architecture to install for: none of {tried} under {} is an ELF file, and the binaries are built for different ones ({}); pass --arch amd64|arm64; nothing was changed",
+                root.display(),
+                built.join(", ")
+            ))
+        }
+        None => crate::refused(format!(
+            "cannot tell the architecture to install for: none of {tried} under {} is an ELF file; pass --arch amd64|arm64",
+            root.display()
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -132,5 +208,28 @@ mod tests {
             Some("amd64")
         );
         assert_eq!(elf_machine(b"#!/bin/sh\n"), None);
+    }
+
+    /// A tree with no ELF file: `--arch`, else the binaries when they agree; never a guess.
+    #[test]
+    fn a_tree_without_an_elf_file_asks_arch_or_the_binaries() {
+        let nowhere = Path::new("/nonexistent/kcp-arch-test");
+        let amd = ("a".to_owned(), Arch::Amd64.machine());
+        let arm = ("b".to_owned(), Arch::Arm64.machine());
+        assert_eq!(Arch::Amd64.machine().name(), "amd64");
+        assert_eq!(Arch::Arm64.machine().name(), "arm64");
+        let got = target_machine(nowhere, Some(Arch::Arm64), std::slice::from_ref(&amd));
+        assert!(matches!(got, Ok((m, ArchSource::Option)) if m == Machine(183)));
+        let got = target_machine(nowhere, None, &[amd.clone(), amd.clone()]);
+        assert!(matches!(got, Ok((m, ArchSource::Binaries)) if m == Machine(62)));
+        for binaries in [&[amd, arm][..], &[]] {
+            match target_machine(nowhere, None, binaries) {
+                Err(crate::CommandError::Refused(m)) => {
+                    assert!(m.contains("pass --arch amd64|arm64"), "{m}");
+                    assert!(!m.contains('\n'), "{m}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
     }
 }

@@ -4,12 +4,10 @@
 //! installed), with the kubelet's rules and start-up checks.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use kcp_kubelet_emulation::{config, validate};
 
-use super::elf::resolve_under;
 use super::under;
 use super::write::make_dirs;
 use crate::{CommandError, refused, sha256};
@@ -34,6 +32,41 @@ struct Stage(PathBuf);
 impl Drop for Stage {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One entry of the node's bin dir in the staged one: a symlink to it, resolved under the root as
+/// the node would (its mode is what the kubelet looks at).
+#[cfg(unix)]
+fn stage_entry(s: &Staging, entry: &fs::DirEntry, staged: &Path) {
+    let node = Path::new(s.bin_dir).join(entry.file_name());
+    if let Some(real) = super::elf::resolve_under(s.root, &node) {
+        let _ = std::os::unix::fs::symlink(real, staged);
+    }
+}
+
+/// One entry of the node's bin dir in the staged one: on Windows the kubelet looks only at the
+/// name (an `.exe` is executable by its extension), so an empty file, or a directory.
+#[cfg(not(unix))]
+fn stage_entry(_s: &Staging, entry: &fs::DirEntry, staged: &Path) {
+    let _ = if entry.path().is_dir() {
+        fs::create_dir(staged)
+    } else {
+        fs::write(staged, b"")
+    };
+}
+
+/// Mode 0755 (Windows: executable by its `.exe` name, nothing to set).
+fn executable(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Ok(())
     }
 }
 
@@ -79,17 +112,14 @@ pub(super) fn validate_staged(s: &Staging, config_file: &str) -> Result<(), Comm
     make_dirs(&bin)?;
     if let Ok(entries) = fs::read_dir(under(s.root, s.bin_dir)) {
         for entry in entries.flatten() {
-            let node = Path::new(s.bin_dir).join(entry.file_name());
-            if let Some(real) = resolve_under(s.root, &node) {
-                let _ = std::os::unix::fs::symlink(real, bin.join(entry.file_name()));
-            }
+            stage_entry(s, &entry, &bin.join(entry.file_name()));
         }
     }
     for name in s.binaries {
         let path = bin.join(name);
         let _ = fs::remove_file(&path);
         fs::write(&path, b"").map_err(staging)?;
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).map_err(staging)?;
+        executable(&path).map_err(staging)?;
     }
 
     let (staged, shown) = match s.drop_in {

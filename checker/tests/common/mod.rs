@@ -2,11 +2,15 @@
 
 #![allow(dead_code)]
 
+pub mod install;
+
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::{BufRead as _, BufReader};
 #[cfg(unix)]
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
@@ -41,7 +45,7 @@ impl Run {
 pub fn check<I, S>(args: I) -> Run
 where
     I: IntoIterator<Item = S>,
-    S: AsRef<std::ffi::OsStr>,
+    S: AsRef<OsStr>,
 {
     check_env(args, &[])
 }
@@ -50,7 +54,7 @@ where
 pub fn check_env<I, S>(args: I, env: &[(&str, &str)]) -> Run
 where
     I: IntoIterator<Item = S>,
-    S: AsRef<std::ffi::OsStr>,
+    S: AsRef<OsStr>,
 {
     let out = Command::new(checker())
         .args(args)
@@ -63,20 +67,84 @@ where
     run
 }
 
+/// `rel`, a path from the top of the workspace.
+pub fn workspace(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(rel)
+}
+
 /// `testdata/configs` of the workspace.
 pub fn configs_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/configs")
+    workspace("testdata/configs")
 }
 
 /// `validate --output json --config PATH`.
 pub fn validate(path: &Path) -> Run {
-    check([
+    validate_with(path, &[])
+}
+
+/// `validate --output json --config PATH --bin-dir BIN`: with the kubelet's start-up checks on
+/// the binaries in `bin`.
+pub fn validate_bin_dir(path: &Path, bin: &Path) -> Run {
+    validate_with(path, &["--bin-dir".as_ref(), bin.as_os_str()])
+}
+
+/// `validate --output json --config PATH EXTRA`.
+fn validate_with(path: &Path, extra: &[&OsStr]) -> Run {
+    let mut args: Vec<&OsStr> = vec![
         "validate".as_ref(),
         "--output".as_ref(),
         "json".as_ref(),
         "--config".as_ref(),
         path.as_os_str(),
-    ])
+    ];
+    args.extend(extra);
+    check(args)
+}
+
+/// [`validate_bin_dir`] of a config that must pass clean (exit 0, no error, no registration
+/// error, no warning); its report.
+pub fn validate_clean(path: &Path, bin: &Path) -> Value {
+    let run = validate_bin_dir(path, bin);
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report}");
+    for field in ["errors", "registrationErrors", "warnings"] {
+        assert!(messages(&report, field).is_empty(), "{field}: {report}");
+    }
+    report
+}
+
+/// The names of the providers of a validate JSON report's config, in order.
+pub fn provider_names(report: &Value) -> Vec<String> {
+    report["config"]["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Asserts that `text` contains `part`, showing `text` when it does not.
+#[track_caller]
+pub fn assert_contains(text: &str, part: &str) {
+    assert!(text.contains(part), "{text}");
+}
+
+/// `credential-provider-check wait ARGS` started with `stdin` and `stderr` as given, stdout piped,
+/// and the first line it printed (read off its stdout, which is then dropped).
+pub fn start_wait(args: &[String], stdin: Stdio, stderr: Stdio) -> (Child, String) {
+    let mut child = Command::new(checker())
+        .arg("wait")
+        .args(args)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    (child, line)
 }
 
 /// Error messages of a validate JSON report.

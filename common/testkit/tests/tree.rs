@@ -95,6 +95,10 @@ fn scripts(root: &Path) -> Vec<String> {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             let name = format!("{prefix}{}", path.file_name().unwrap().to_string_lossy());
+            // Python's byte-code cache (.gitignore'd) is written by whoever ran a script.
+            if name.ends_with("__pycache__") {
+                continue;
+            }
             if path.is_dir() {
                 walk(&path, &format!("{name}/"), out);
             } else {
