@@ -104,14 +104,16 @@ pub mod fuzz {
                 _ => {}
             }
         }
-        // Longest first, so that a key holding another is taken out whole.
-        keys.sort_by_key(|k| std::cmp::Reverse(k.len()));
-        let mut rest = message.to_owned();
-        for word in phrases
+        // Keys and phrases together, longest first, so that one holding another (a key holding
+        // a phrase, `"auths" is not an object` holding the key `"auths"`) is taken out whole.
+        let mut words: Vec<&str> = keys
             .iter()
-            .copied()
-            .chain(keys.iter().map(String::as_str))
-        {
+            .map(String::as_str)
+            .chain(phrases.iter().copied())
+            .collect();
+        words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+        let mut rest = message.to_owned();
+        for word in words {
             // A NUL where each was, so that the pieces left do not join into new text.
             rest = rest.replace(word, "\0");
         }
