@@ -245,7 +245,8 @@ pub fn diagnose(args: &DoctorArgs) -> Result<Diagnosis, String> {
             d.judged = Some(Err(e));
         }
         Ok(config) => {
-            let v = validate::validate_for(&config, Some(&bin), &judge_as);
+            let mut v = validate::validate_for(&config, Some(&bin), &judge_as);
+            crate::alibaba_entry::check(&config, &mut v);
             if let Some(m) = v.kubelet_message() {
                 d.problem(None, format!("the kubelet exits 1 at start: {m}"));
             }

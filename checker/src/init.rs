@@ -43,6 +43,8 @@ pub enum ProviderKind {
     Static,
     /// Any registry that trusts the cluster's service-account tokens (registries file).
     Oidc,
+    /// Alibaba Cloud Container Registry (Enterprise and Personal Edition).
+    Alibaba,
 }
 
 impl ProviderKind {
@@ -54,6 +56,7 @@ impl ProviderKind {
             ProviderKind::Gcr => "gcr",
             ProviderKind::Static => "static",
             ProviderKind::Oidc => "oidc",
+            ProviderKind::Alibaba => "alibaba",
         }
     }
 
@@ -65,6 +68,7 @@ impl ProviderKind {
             ProviderKind::Gcr => "gcr-credential-provider",
             ProviderKind::Static => "static-credential-provider",
             ProviderKind::Oidc => "oidc-credential-provider",
+            ProviderKind::Alibaba => "alibaba-credential-provider",
         }
     }
 
@@ -77,6 +81,7 @@ impl ProviderKind {
             ProviderKind::Gcr => "gcr-credential-provider.exe",
             ProviderKind::Static => "static-credential-provider.exe",
             ProviderKind::Oidc => "oidc-credential-provider.exe",
+            ProviderKind::Alibaba => "alibaba-credential-provider.exe",
         }
     }
 }
@@ -144,8 +149,8 @@ impl ApiVersion {
 /// the config has the same name here, so the script passes them through unchanged.
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// Providers to configure, in config order: ecr, acr, gcr, static, oidc (repeatable or
-    /// comma-separated).
+    /// Providers to configure, in config order: ecr, acr, gcr, static, oidc, alibaba (repeatable
+    /// or comma-separated).
     #[arg(
         long = "provider",
         visible_alias = "providers",
@@ -158,8 +163,8 @@ pub struct InitArgs {
     /// The node's platform: its paths, where the kubelet flags go, and its provider defaults.
     #[arg(long, value_enum, default_value = "generic")]
     platform: Platform,
-    /// Per-pod identities (KEP-4412 tokenAttributes; kubelet 1.34+) for ecr, acr and gcr (oidc
-    /// always has them).
+    /// Per-pod identities (KEP-4412 tokenAttributes; kubelet 1.34+) for ecr, acr, gcr and alibaba
+    /// (oidc always has them).
     #[arg(long)]
     service_account: bool,
     /// The config's format.
@@ -179,7 +184,7 @@ pub struct InitArgs {
     #[arg(long, value_name = "PATH", value_parser = one_line("--config-path"))]
     config_path: Option<String>,
     /// Every provider's defaultCacheDuration, a Go duration (default per provider: ecr 12h, acr
-    /// 10m, gcr 1m, static 1h, oidc 5m).
+    /// 10m, gcr 1m, static 1h, oidc 5m, alibaba 55m).
     #[arg(long, value_name = "D", value_parser = one_line("--cache-duration"))]
     cache_duration: Option<String>,
     /// The config's and providers' apiVersion: v1, v1beta1 (kubelet 1.24-1.25), v1alpha1 (1.20-1.23).
@@ -282,6 +287,15 @@ pub struct InitArgs {
     /// quay.io/federated-robot-account (repeatable).
     #[arg(long, value_name = "KEY", value_parser = one_line("--oidc-optional-annotation"))]
     oidc_optional_annotation: Vec<String>,
+    /// alibaba with --service-account: the cluster's RAM OIDC provider for RRSA,
+    /// acs:ram::ACCOUNT:oidc-provider/NAME (adds --oidc-provider-arn=ARN; roles the annotation
+    /// names without an ARN are taken from its account).
+    #[arg(long, value_name = "ARN", value_parser = one_line("--alibaba-oidc-provider-arn"))]
+    alibaba_oidc_provider_arn: Option<String>,
+    /// alibaba: an Enterprise Edition instance's custom domain, HOST[:PORT]=cri-ID; adds
+    /// --instance=VALUE to args and HOST[:PORT] to matchImages unless already matched (repeatable).
+    #[arg(long, value_name = "HOST=ID", value_parser = one_line("--alibaba-instance"))]
+    alibaba_instance: Vec<String>,
     /// Fleet mode: the nodes' shared identity NAME (the token controller's `sharedIdentity`);
     /// appends --token-cache-shared-identity=NAME to ecr's and acr's args, the only providers
     /// whose node-identity tokens a fleet can share.
@@ -334,7 +348,7 @@ fn provider_value(
             .split_once('=')
             .ok_or_else(|| format!("{option} expects PROVIDER=VALUE, got {text:?}"))?;
         let provider = ProviderKind::from_str(p, false).map_err(|_| {
-            format!("{option}: unknown provider {p:?} (ecr, acr, gcr, static, oidc)")
+            format!("{option}: unknown provider {p:?} (ecr, acr, gcr, static, oidc, alibaba)")
         })?;
         Ok((provider, value.to_owned()))
     }

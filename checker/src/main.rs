@@ -3,7 +3,8 @@
 //!
 //! - `validate --config PATH [--bin-dir DIR]`: strict decode and the kubelet's 22 rules, and
 //!   the `args` of this project's providers checked against their command lines (and
-//!   oidc-credential-provider's registries file against its rules); with
+//!   oidc-credential-provider's registries file against its rules, alibaba-credential-provider's
+//!   service-account mode against what RRSA needs); with
 //!   `--kubelet-version X.Y [--feature-gates ...]` (also on `run`), as that kubelet has them.
 //! - `match --config PATH IMAGE`: which providers the kubelet runs for an image, and why not.
 //! - `run --config PATH --bin-dir DIR IMAGE`: exec, decode, keyring and cache, as the kubelet.
@@ -21,6 +22,7 @@
 //! (for `init`: the kubelet would refuse what the options ask for), 2 usage error. Every error is
 //! one line on stderr.
 
+mod alibaba_entry;
 mod doctor;
 mod doctor_fleet;
 mod explain;
@@ -265,6 +267,7 @@ fn load_valid(
     };
     let mut v = validate::validate_for(&config, bin_dir, kubelet);
     oidc_file::check(&config, &mut v);
+    alibaba_entry::check(&config, &mut v);
     if !quiet_when_valid || !v.ok() {
         emit(
             format,

@@ -152,7 +152,18 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.argv = std::iter::once(path.display().to_string())
         .chain(p.args.iter().cloned())
         .collect();
-    out.env = p.env.clone();
+    out.env = p
+        .env
+        .iter()
+        .map(|(name, value)| {
+            let shown = if is_secret_variable(name) {
+                secret(value, opts.show_secrets)
+            } else {
+                value.clone()
+            };
+            (name.clone(), shown)
+        })
+        .collect();
 
     // Token mode (KEP-4412, docs/kubelet-contract.md “Service-account tokens”): what the kubelet
     // sends, or why it does not run the plugin.
@@ -209,7 +220,15 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.elapsed = outcome.elapsed;
     out.redacted = !opts.show_secrets;
     // What the checker knows to be secret; passwords are added once the answer is decoded.
-    let mut known: Vec<&str> = token.into_iter().collect();
+    let mut known: Vec<&str> = token
+        .into_iter()
+        .chain(
+            p.env
+                .iter()
+                .filter(|(name, _)| is_secret_variable(name))
+                .map(|(_, value)| value.as_str()),
+        )
+        .collect();
     out.stderr = hide_known(&outcome.stderr_text(), &known, opts.show_secrets);
     out.stdout = if opts.show_secrets {
         outcome.stdout_text()
@@ -382,6 +401,21 @@ fn hide_known(text: &str, secrets: &[&str], show: bool) -> String {
     secrets.iter().fold(text.to_owned(), |text, secret| {
         text.replace(secret, REDACTED)
     })
+}
+
+/// Whether a config `env` variable holds a secret by its name (`AWS_SECRET_ACCESS_KEY`,
+/// `ALIBABA_CLOUD_ACCESS_KEY_SECRET`, `AWS_SESSION_TOKEN`, `AZURE_CLIENT_SECRET`, a password):
+/// its value is shown as [`REDACTED`], and hidden wherever the plugin's output repeats it. A
+/// variable naming a file (`AZURE_FEDERATED_TOKEN_FILE`) holds a path, shown as is.
+pub fn is_secret_variable(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let names_a_path = ["_FILE", "_PATH", "_DIR"]
+        .iter()
+        .any(|s| upper.ends_with(s));
+    !names_a_path
+        && ["SECRET", "TOKEN", "PASSWORD", "PASSWD"]
+            .iter()
+            .any(|word| upper.contains(word))
 }
 
 fn secret(value: &str, show: bool) -> String {

@@ -251,6 +251,104 @@ fn the_oidc_overlay_installs_the_configmaps_registries_file() {
     assert_up_to_date(&again);
 }
 
+/// The alibaba profile (issue #34): for self-managed clusters on Alibaba Cloud ECS, the generic
+/// profile (same mounts, same everything) with alibaba-credential-provider added to install's
+/// providers. Its rendered install arguments, run as the init container runs them, install the
+/// four binaries and a config whose alibaba entry is `init --provider alibaba`'s; a rerun changes
+/// nothing.
+#[test]
+fn the_alibaba_overlay_is_the_generic_profile_plus_alibaba() {
+    if kcp_testkit::skip_on_windows(
+        "the_alibaba_overlay_is_the_generic_profile_plus_alibaba",
+        "runs the Linux installer's rendered arguments against a Linux tree",
+    ) {
+        return;
+    }
+    let deploy = common::workspace("deploy");
+    let text = std::fs::read_to_string(deploy.join("rendered/alibaba.yaml")).unwrap();
+    let generic = std::fs::read_to_string(deploy.join("rendered/generic.yaml")).unwrap();
+    assert_eq!(
+        text,
+        generic.replace(
+            "\"--providers=ecr,acr,gcr\"\n",
+            "\"--providers=ecr,acr,gcr,alibaba\"\n"
+        ),
+        "the generic profile, alibaba added"
+    );
+    assert_ne!(text, generic);
+    let overlay =
+        std::fs::read_to_string(deploy.join("overlays/alibaba/kustomization.yaml")).unwrap();
+    assert!(
+        overlay.contains(
+            "resources:\n  - \"../generic\"\npatches:\n  - path: \"daemonset-patch.yaml\"\n"
+        ),
+        "{overlay}"
+    );
+
+    let args: Vec<String> = text
+        .lines()
+        .skip_while(|l| *l != "        - name: \"install\"")
+        .skip_while(|l| *l != "          args:")
+        .skip(1)
+        .take_while(|l| l.starts_with("            - "))
+        .map(|l| serde_json::from_str::<String>(&l["            - ".len()..]).unwrap())
+        .collect();
+    assert_eq!(args[0], "install");
+    let head = install::elf_header("ecr-credential-provider");
+    let host = install::env_root("deploy-alibaba-host", &head);
+    let names = ["ecr", "acr", "gcr", "alibaba"].map(|name| format!("{name}-credential-provider"));
+    let release = install::release(
+        "deploy-alibaba-release",
+        names
+            .iter()
+            .map(|name| (name.clone(), install::with_tail(&head, name))),
+    );
+    let run_install = || {
+        let mapped: Vec<String> = args
+            .iter()
+            .map(|a| match a.as_str() {
+                "--host-root=/host" => format!("--host-root={}", host.path().display()),
+                "--from=/bin" => format!("--from={}", release.path().display()),
+                other => other.to_owned(),
+            })
+            .collect();
+        assert!(mapped.iter().all(|a| !a.contains("=/host")), "{mapped:?}");
+        common::check(&mapped)
+    };
+    let run = run_install();
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let bin_dir = "usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec";
+    for name in &names {
+        assert_eq!(
+            std::fs::read(host.path().join(bin_dir).join(name)).unwrap(),
+            install::with_tail(&head, name),
+            "{name}"
+        );
+    }
+    let config = host
+        .path()
+        .join("etc/kubernetes/credential-provider-config.yaml");
+    let installed = kcp_kubelet_emulation::config::load_file(&config).unwrap();
+    let names_in_config: Vec<&str> = installed.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(
+        names_in_config,
+        names.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    let init = common::check(["init", "--provider", "alibaba"]);
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let alone = host.path().join("alibaba-alone.yaml");
+    std::fs::write(&alone, &init.stdout).unwrap();
+    let want = kcp_kubelet_emulation::config::load_file(&alone).unwrap();
+    let strip =
+        |p: &kcp_kubelet_emulation::config::Provider| kcp_kubelet_emulation::config::Provider {
+            source: Default::default(),
+            ..p.clone()
+        };
+    assert_eq!(strip(&installed[3]), strip(&want[0]));
+    let again = run_install();
+    assert_up_to_date(&again);
+}
+
 /// The Windows profile (issue #37): a HostProcess DaemonSet of its own beside the Linux one, as
 /// SYSTEM on the host network, on Windows nodes only, mounting nothing (a HostProcess container
 /// sees the node's C: drive), running the Windows installer from the image into AKS's

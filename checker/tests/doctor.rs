@@ -846,3 +846,57 @@ fn fleet_tokens_say_whether_the_nodes_providers_read_the_published_entries() {
         "{fleet:?}"
     );
 }
+
+/// A node installed by the alibaba profile (deploy/overlays/alibaba: the generic paths) whose
+/// alibaba entry is in service-account mode without an OIDC provider and for another audience:
+/// the kubelet starts and the provider runs, so doctor says so as warnings naming the provider
+/// (the same checks as `validate`), and the node stays healthy.
+#[test]
+fn an_alibaba_entry_that_cannot_use_rrsa_is_a_warning() {
+    if kcp_testkit::skip_on_windows(
+        "an_alibaba_entry_that_cannot_use_rrsa_is_a_warning",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
+    let profile = Profile {
+        name: "alibaba",
+        banner: "Kubernetes v1.34.2",
+        ..PROFILES[0]
+    };
+    let entry = "  - name: alibaba-credential-provider\n    matchImages: [\"registry*.*.aliyuncs.com\"]\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    defaultCacheDuration: 30m\n    args: [get-credentials]\n    tokenAttributes:\n      serviceAccountTokenAudience: registry.example.com\n      cacheType: ServiceAccount\n      requireServiceAccount: false\n      optionalServiceAccountAnnotationKeys: [\"pod-identity.alibabacloud.com/role-name\"]\n";
+    let node = Node::new(&profile, &v1_config(entry), None, &[]);
+    write_script(
+        &on_node(&node.root, profile.bin_dir).join("alibaba-credential-provider"),
+        "exit 0",
+    );
+    let run = node.doctor(&[]);
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report}");
+    assert_eq!(report["healthy"], true, "{report}");
+    assert_eq!(problems(&report), Vec::<String>::new());
+    let warnings: Vec<(String, String)> = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["provider"].as_str().unwrap_or_default().to_owned(),
+                w["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            (
+                "alibaba-credential-provider".to_owned(),
+                "tokenAttributes.serviceAccountTokenAudience \"registry.example.com\": STS AssumeRoleWithOIDC accepts only audiences the RAM OIDC provider lists as client IDs, and RRSA's is sts.aliyuncs.com; unless you added \"registry.example.com\" there, every annotated pod fails to pull".to_owned()
+            ),
+            (
+                "alibaba-credential-provider".to_owned(),
+                "tokenAttributes without --oidc-provider-arn (or env ALIBABA_CLOUD_OIDC_PROVIDER_ARN): the provider has no RAM OIDC provider to trade a pod's token through, so annotated pods cannot pull as their role".to_owned()
+            ),
+        ]
+    );
+}

@@ -84,6 +84,10 @@ const STATIC_WINDOWS: &[&str] = &[
     "--static-password-file",
     r"C:\k\registry.example.com.password",
 ];
+const ALIBABA_RRSA: &[&str] = &[
+    "--alibaba-oidc-provider-arn",
+    "acs:ram::1234567890123456:oidc-provider/ack-rrsa-c0123456789abcdef",
+];
 const STRICT: &[&str] = &["--arg", "ecr=--strict-hosts", "--arg", "gcr=--strict-hosts"];
 
 /// Every example in `testdata/configs` and the `init` command that prints it.
@@ -219,6 +223,14 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
             ]),
         ),
         ("oidc.yaml", cat(&[&["--provider", "oidc"], OIDC])),
+        ("alibaba.yaml", cat(&[&["--provider", "alibaba"]])),
+        (
+            "alibaba-service-account.yaml",
+            cat(&[
+                &["--provider", "alibaba", "--service-account"],
+                ALIBABA_RRSA,
+            ]),
+        ),
         (
             "kubeadm.yaml",
             cat(&[&["--provider", "ecr,acr,gcr,static"], STRICT, STATIC]),
@@ -422,6 +434,94 @@ providers:
         - "iam.gke.io/gcp-service-account"
 "#
     );
+}
+
+/// alibaba in RRSA mode: the OIDC provider and its account in args, a custom domain's instance
+/// added to args and matchImages, tokenAttributes for sts.aliyuncs.com with the role annotation.
+#[test]
+fn exact_yaml_for_alibaba_with_rrsa_and_a_custom_domain() {
+    assert_eq!(
+        init_ok(&[
+            "--provider",
+            "alibaba",
+            "--service-account",
+            "--alibaba-oidc-provider-arn",
+            "acs:ram::1234567890123456:oidc-provider/ack-rrsa-c1",
+            "--alibaba-instance",
+            "Registry.Example.com=cri-abc123",
+            "--alibaba-instance",
+            "shop-registry.cn-hangzhou.cr.aliyuncs.com=cri-def456",
+        ]),
+        r#"# Kubelet flags:
+#   --image-credential-provider-config=/etc/kubernetes/credential-provider-config.yaml
+#   --image-credential-provider-bin-dir=/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec
+# Nodes need RBAC verb request-serviceaccounts-token-audience on each serviceAccountTokenAudience.
+apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+  - name: alibaba-credential-provider
+    matchImages:
+      - "registry*.*.aliyuncs.com"
+      - "*-registry*.*.cr.aliyuncs.com"
+      - "crpi-*.*.personal.cr.aliyuncs.com"
+      - "registry.example.com"
+    defaultCacheDuration: "55m"
+    apiVersion: credentialprovider.kubelet.k8s.io/v1
+    args:
+      - "get-credentials"
+      - "--oidc-provider-arn=acs:ram::1234567890123456:oidc-provider/ack-rrsa-c1"
+      - "--instance=Registry.Example.com=cri-abc123"
+      - "--instance=shop-registry.cn-hangzhou.cr.aliyuncs.com=cri-def456"
+    tokenAttributes:
+      serviceAccountTokenAudience: "sts.aliyuncs.com"
+      cacheType: ServiceAccount
+      requireServiceAccount: false
+      optionalServiceAccountAnnotationKeys:
+        - "pod-identity.alibabacloud.com/role-name"
+"#
+    );
+}
+
+/// alibaba's default matchImages, as the kubelet matches them (one `*` per label, each label a
+/// glob): every Container Registry host form, and neither look-alikes nor other Alibaba Cloud
+/// hosts.
+#[test]
+fn alibaba_match_images_cover_every_registry_host_and_nothing_else() {
+    let text = init_ok(&["--provider", "alibaba"]);
+    let dir = TempDir::new("init-alibaba-match");
+    let providers = load_text(&dir, "c.yaml", &text);
+    let patterns = &providers[0].match_images;
+    let matches = |image: &str| {
+        patterns
+            .iter()
+            .filter(|p| kcp_kubelet::matching::match_image(p, image))
+            .count()
+    };
+    for image in [
+        "my-instance-registry.cn-hangzhou.cr.aliyuncs.com/team/app:1.0",
+        "my-instance-registry-vpc.cn-hangzhou.cr.aliyuncs.com/team/app",
+        "registry.cn-hangzhou.aliyuncs.com/ns/app:1.0",
+        "registry-vpc.cn-shanghai.aliyuncs.com/ns/app",
+        "registry-intl.ap-southeast-1.aliyuncs.com/ns/app",
+        "registry-intl-vpc.ap-southeast-1.aliyuncs.com/ns/app",
+        "crpi-abc123def456.cn-hangzhou.personal.cr.aliyuncs.com/ns/app",
+        "crpi-abc123def456-vpc.cn-hangzhou.personal.cr.aliyuncs.com/ns/app",
+    ] {
+        assert_eq!(matches(image), 1, "{image}: {patterns:?}");
+    }
+    for image in [
+        "registry.cn-hangzhou.aliyuncs.com.evil.test/ns/app",
+        "x-registry.cn-hangzhou.cr.aliyuncs.com.attacker/app",
+        "oss-cn-hangzhou.aliyuncs.com/x",
+        "ecs.cn-hangzhou.aliyuncs.com/x",
+        "cr.cn-hangzhou.aliyuncs.com/x",
+        "sts.aliyuncs.com/x",
+        "evil.registry.cn-hangzhou.aliyuncs.com/ns/app",
+        "registry.example.com/app",
+        "nginx:1.27",
+    ] {
+        assert_eq!(matches(image), 0, "{image}: {patterns:?}");
+    }
 }
 
 /// Quotes, backslashes and `$` survive the trip through YAML; the drop-in names its directory.
@@ -642,7 +742,7 @@ const PLATFORMS: [&str; 9] = [
     "aks-windows",
     "eks-windows",
 ];
-const PROVIDERS: [&str; 5] = ["ecr", "acr", "gcr", "static", "oidc"];
+const PROVIDERS: [&str; 6] = ["ecr", "acr", "gcr", "static", "oidc", "alibaba"];
 const OIDC: &[&str] = &[
     "--match-images",
     "oidc=registry.acme.internal,harbor.acme.internal",
@@ -650,7 +750,8 @@ const OIDC: &[&str] = &[
     "registry.acme.internal",
 ];
 
-/// The options a provider needs besides `--provider` (gcr's identity only in service-account mode).
+/// The options a provider needs besides `--provider` (gcr's and alibaba's identity only in
+/// service-account mode).
 fn needs(provider: &str, platform: &str, sa: bool) -> Vec<&'static str> {
     match provider {
         "gcr" if sa && platform == "gke" => GKE_IDENTITY.to_vec(),
@@ -658,13 +759,14 @@ fn needs(provider: &str, platform: &str, sa: bool) -> Vec<&'static str> {
         "static" if platform.ends_with("-windows") => STATIC_WINDOWS.to_vec(),
         "static" => STATIC.to_vec(),
         "oidc" => OIDC.to_vec(),
+        "alibaba" if sa => ALIBABA_RRSA.to_vec(),
         _ => Vec::new(),
     }
 }
 
-/// Every provider alone and all five together, on every platform, with and without service
+/// Every provider alone and all six together, on every platform, with and without service
 /// accounts, as YAML and as JSON: the kubelet reads the same providers from both, accepts them
-/// with no warning, the three providers with optional per-pod identities carry tokenAttributes
+/// with no warning, the four providers with optional per-pod identities carry tokenAttributes
 /// in service-account mode, and oidc always (it has nothing else to trade).
 #[test]
 fn every_provider_platform_and_mode_validates_clean() {
@@ -737,7 +839,7 @@ fn every_provider_platform_and_mode_validates_clean() {
             }
         }
     }
-    assert_eq!(checked, PLATFORMS.len() * 2 * 6);
+    assert_eq!(checked, PLATFORMS.len() * 2 * 7);
 }
 
 /// Each platform's paths, in the flags on top of the YAML.
@@ -1192,7 +1294,7 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
         (&[], "--provider"),
         (
             &["--provider", "quay"],
-            "invalid value 'quay' for '--provider <PROVIDER>' [possible values: ecr, acr, gcr, static, oidc]",
+            "invalid value 'quay' for '--provider <PROVIDER>' [possible values: ecr, acr, gcr, static, oidc, alibaba]",
         ),
         (
             &["--provider", "ecr", "--platform", "openshift"],
@@ -1583,6 +1685,47 @@ fn bad_options_exit_2_with_one_line_and_no_config() {
                 "nodes-",
             ],
             "--token-cache-shared-identity: shared identity \"nodes-\" is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit",
+        ),
+        (
+            &["--provider", "alibaba", "--service-account"],
+            "alibaba with --service-account needs --alibaba-oidc-provider-arn acs:ram::ACCOUNT:oidc-provider/NAME",
+        ),
+        (
+            &[
+                "--provider",
+                "alibaba",
+                "--alibaba-oidc-provider-arn",
+                "acs:ram::1234567890123456:oidc-provider/c",
+            ],
+            "--alibaba-oidc-provider-arn needs --service-account: RRSA trades the pod's service-account token",
+        ),
+        (
+            &[
+                "--provider",
+                "alibaba",
+                "--service-account",
+                "--alibaba-oidc-provider-arn",
+                "acs:ram::1234567890123456:role/puller",
+            ],
+            "--alibaba-oidc-provider-arn must look like acs:ram::ACCOUNT:oidc-provider/NAME, got \"acs:ram::1234567890123456:role/puller\"",
+        ),
+        (
+            &[
+                "--provider",
+                "alibaba",
+                "--alibaba-instance",
+                "https://registry.example.com=cri-abc",
+            ],
+            "--alibaba-instance expects HOST=cri-ID (a registry host name and an Enterprise Edition instance ID), got \"https://registry.example.com=cri-abc\"",
+        ),
+        (
+            &[
+                "--provider",
+                "ecr",
+                "--alibaba-instance",
+                "registry.example.com=cri-abc",
+            ],
+            "--alibaba-* options apply only to --provider alibaba",
         ),
     ];
     for (args, why) in cases {

@@ -941,6 +941,68 @@ fn oidc_installs_its_binary_and_entry() {
     );
 }
 
+/// alibaba installs like the others: its binary (a copy of the build, 0755), init's entry with
+/// RRSA's tokenAttributes and the OIDC provider in args, and a rerun changes nothing.
+#[test]
+fn alibaba_installs_its_binary_and_entry() {
+    if kcp_testkit::skip_on_windows(
+        "alibaba_installs_its_binary_and_entry",
+        "scripts/install wraps the installer for Linux nodes (bash, file modes, ELF); Windows nodes: docs/install.md",
+    ) {
+        return;
+    }
+    let dir = node_root("install-alibaba");
+    let root = dir.path();
+    let options = [
+        "--service-account",
+        "--alibaba-oidc-provider-arn",
+        "acs:ram::1234567890123456:oidc-provider/ack-rrsa-c1",
+    ];
+    let out = install(
+        root,
+        &[&["--providers", "alibaba"][..], &options[..]].concat(),
+    );
+    assert_eq!(
+        out.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    let bin = root.join(BIN_DIR).join("alibaba-credential-provider");
+    assert_eq!(
+        std::fs::read(&bin).unwrap(),
+        std::fs::read(target_bin_dir().join("alibaba-credential-provider")).unwrap()
+    );
+    assert_eq!(mode(&bin), 0o755);
+    assert!(
+        out.stdout.contains(&format!(
+            "install: {NODE_BIN_DIR}/alibaba-credential-provider\n"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        files(root),
+        [
+            CONFIG.to_owned(),
+            format!("{BIN_DIR}/{MANIFEST}"),
+            format!("{BIN_DIR}/alibaba-credential-provider"),
+        ]
+    );
+    let written = std::fs::read_to_string(root.join(CONFIG)).unwrap();
+    let body = written.split_once('\n').unwrap().1;
+    let init = check([&["init", "--provider", "alibaba"][..], &options[..]].concat());
+    assert_eq!(body, init.stdout);
+    assert!(
+        body.contains("serviceAccountTokenAudience: \"sts.aliyuncs.com\""),
+        "{body}"
+    );
+    let again = install(
+        root,
+        &[&["--providers", "alibaba"][..], &options[..]].concat(),
+    );
+    assert_up_to_date(&again);
+}
+
 /// A config the kubelet would refuse is refused by init before anything is planned: one line, the
 /// kubelet's message, nothing changed.
 #[test]

@@ -12,8 +12,15 @@ use common::{check, exe, messages, target_bin_dir, v1_config};
 use kcp_kubelet::flags::{Kind, PROVIDERS};
 use kcp_testkit::TempDir;
 
-/// A config with our four providers, each with `args` (YAML flow sequences).
-fn config(dir: &TempDir, ecr: &str, acr: &str, gcr: &str, static_args: &str) -> std::path::PathBuf {
+/// A config with five of our providers, each with `args` (YAML flow sequences).
+fn config(
+    dir: &TempDir,
+    ecr: &str,
+    acr: &str,
+    gcr: &str,
+    static_args: &str,
+    alibaba: &str,
+) -> std::path::PathBuf {
     let provider = |name: &str, image: &str, args: &str| {
         format!(
             "  - name: {name}\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    matchImages: [\"{image}\"]\n    defaultCacheDuration: 1h\n    args: {args}\n"
@@ -28,6 +35,11 @@ fn config(dir: &TempDir, ecr: &str, acr: &str, gcr: &str, static_args: &str) -> 
                 "static-credential-provider",
                 "registry.example.com",
                 static_args,
+            ),
+            provider(
+                "alibaba-credential-provider",
+                "registry*.*.aliyuncs.com",
+                alibaba,
             ),
         ]
         .concat(),
@@ -56,6 +68,7 @@ fn args_our_providers_refuse_are_errors_naming_the_flag() {
         r#"[/etc/kubernetes/azure.json, "--registy-mirror=mcr.microsoft.com:x.azurecr.io"]"#,
         r#"[get-credentials, --logtostderr, --strict-hosts, "true", --bogus]"#,
         r#"[--registry=registry.example.com, --username=u, --password-file=/p, --usernam=v, get-credentials, extra]"#,
+        r#"[get-credentials, --oidc-provider=acs:ram::1:oidc-provider/c, --instance]"#,
     );
     let run = validate(&path, "json");
     assert_eq!(run.code, 1, "{}", run.stdout);
@@ -91,6 +104,14 @@ fn args_our_providers_refuse_are_errors_naming_the_flag() {
                 "args: unknown flag --usernam (did you mean --username?){}",
                 refuses("static-credential-provider")
             ),
+            format!(
+                "args: unknown flag --oidc-provider (did you mean --oidc-provider-arn?){}",
+                refuses("alibaba-credential-provider")
+            ),
+            format!(
+                "args: a value is required for '--instance' but none was supplied{}",
+                refuses("alibaba-credential-provider")
+            ),
         ]
     );
     let providers: Vec<&str> = report["argumentErrors"]
@@ -106,7 +127,9 @@ fn args_our_providers_refuse_are_errors_naming_the_flag() {
             "acr-credential-provider",
             "gcr-credential-provider",
             "gcr-credential-provider",
-            "static-credential-provider"
+            "static-credential-provider",
+            "alibaba-credential-provider",
+            "alibaba-credential-provider"
         ]
     );
     // Stray words are judged once the flags are right.
@@ -150,6 +173,7 @@ fn good_args_of_our_providers_are_valid() {
         r#"[/etc/kubernetes/azure.json, --vmodule=x=2, --log-flush-frequency, 5s, -v=3, --service-principal-passthrough]"#,
         r#"[get-credentials, --v=3, --logtostderr, -stderrthreshold=INFO, --log_dir, /tmp, -a, gcr, --strict-hosts=false]"#,
         r#"[--registry=registry.example.com, --username=u, --password-file=/p, --logtostderr, --log-flush-frequency=1s, get-credentials]"#,
+        r#"[get-credentials, --instance=r.example.com=cri-a, --instance, "r2.example.com=cri-b", --region=cn-hangzhou, --oidc-provider-arn=acs:ram::1:oidc-provider/c, --account-id=1, --role-annotation-key=x/y, --session-duration=1h, --metadata-endpoint=http://127.0.0.1:1, --sts-endpoint=https://sts.example.com, --cr-endpoint=https://cr.example.com, --v=4, --token-cache, --metrics-file=/m]"#,
     );
     let run = validate(&path, "json");
     let report = run.json();

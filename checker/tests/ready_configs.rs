@@ -24,6 +24,7 @@ enum Family {
     Gcr,
     Static,
     Oidc,
+    Alibaba,
 }
 
 const ECR_IMAGES: &[&str] = &[
@@ -64,6 +65,17 @@ const OIDC_IMAGES: &[&str] = &[
     "harbor.acme.internal/library/app",
 ];
 
+const ALIBABA_IMAGES: &[&str] = &[
+    "my-instance-registry.cn-hangzhou.cr.aliyuncs.com/team/app:1.0",
+    "my-instance-registry-vpc.cn-hangzhou.cr.aliyuncs.com/team/app",
+    "registry.cn-hangzhou.aliyuncs.com/ns/app:1.0",
+    "registry-vpc.cn-shanghai.aliyuncs.com/ns/app",
+    "registry-intl.ap-southeast-1.aliyuncs.com/ns/app",
+    "registry-intl-vpc.ap-southeast-1.aliyuncs.com/ns/app",
+    "crpi-abc123def456.cn-hangzhou.personal.cr.aliyuncs.com/ns/app",
+    "crpi-abc123def456-vpc.cn-hangzhou.personal.cr.aliyuncs.com/ns/app",
+];
+
 /// No ready config may run a plugin for these.
 const NOBODY: &[&str] = &[
     "nginx:1.27",
@@ -76,6 +88,9 @@ const NOBODY: &[&str] = &[
     "a.b.gcr.io/app",
     "mcr.microsoft.com/oss/nginx/nginx",
     "registry.acme.internal.evil.example/app",
+    "registry.cn-hangzhou.aliyuncs.com.evil.test/ns/app",
+    "x-registry.cn-hangzhou.cr.aliyuncs.com.attacker/app",
+    "oss-cn-hangzhou.aliyuncs.com/x",
 ];
 
 fn images(family: Family) -> &'static [&'static str] {
@@ -85,6 +100,7 @@ fn images(family: Family) -> &'static [&'static str] {
         Family::Gcr => GCR_IMAGES,
         Family::Static => STATIC_IMAGES,
         Family::Oidc => OIDC_IMAGES,
+        Family::Alibaba => ALIBABA_IMAGES,
     }
 }
 
@@ -101,6 +117,7 @@ const ACR: &str = "acr-credential-provider";
 const GCR: &str = "gcr-credential-provider";
 const STATIC: &str = "static-credential-provider";
 const OIDC: &str = "oidc-credential-provider";
+const ALIBABA: &str = "alibaba-credential-provider";
 
 const READY: &[Ready] = &[
     Ready {
@@ -198,6 +215,16 @@ const READY: &[Ready] = &[
     Ready {
         file: "oidc.yaml",
         providers: &[(OIDC, Family::Oidc, true)],
+        extra: &[],
+    },
+    Ready {
+        file: "alibaba.yaml",
+        providers: &[(ALIBABA, Family::Alibaba, false)],
+        extra: &[],
+    },
+    Ready {
+        file: "alibaba-service-account.yaml",
+        providers: &[(ALIBABA, Family::Alibaba, true)],
         extra: &[],
     },
     Ready {
@@ -357,6 +384,7 @@ fn ready_configs_match_what_they_should_and_nothing_else() {
         GCR_IMAGES,
         STATIC_IMAGES,
         OIDC_IMAGES,
+        ALIBABA_IMAGES,
         NOBODY,
     ]
     .concat()

@@ -818,3 +818,48 @@ fn known_secrets_are_hidden_in_the_plugins_stderr() {
     let shown = s.run(&["--sa-token", &token_arg, "--show-secrets"]);
     assert!(shown.stdout.contains("jwt-abc-sa-token"));
 }
+
+/// A config's `env` may carry keys (`ALIBABA_CLOUD_ACCESS_KEY_SECRET`, `AWS_SESSION_TOKEN`):
+/// `run` shows such a variable's value as `<redacted>`, hides it where the plugin's stderr
+/// repeats it, and still hands the plugin the real value; a variable naming a file, and any
+/// other, is shown as is. `--show-secrets` shows them all.
+#[test]
+fn secret_env_values_are_hidden_but_reach_the_plugin() {
+    if kcp_testkit::skip_on_windows(
+        "secret_env_values_are_hidden_but_reach_the_plugin",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    let s = Setup::new(
+        &("echo \"got $ALIBABA_CLOUD_ACCESS_KEY_SECRET\" >&2\n".to_owned()
+            + &answering(&response(&format!(r#""cacheKeyType":"Image",{GOOD_AUTH}"#)))),
+        "    env:\n      - {name: ALIBABA_CLOUD_ACCESS_KEY_ID, value: LTAI-key-id}\n      - {name: ALIBABA_CLOUD_ACCESS_KEY_SECRET, value: s3cr3t-value-Xy7}\n      - {name: AWS_SESSION_TOKEN, value: session-token-Q9}\n      - {name: AZURE_FEDERATED_TOKEN_FILE, value: /var/run/token}\n",
+    );
+    let run = s.run(&[]);
+    assert_eq!(run.code, 0, "{}", run.stdout);
+    let result = first(&run);
+    assert_eq!(
+        result["env"],
+        serde_json::json!([
+            {"name": "ALIBABA_CLOUD_ACCESS_KEY_ID", "value": "LTAI-key-id"},
+            {"name": "ALIBABA_CLOUD_ACCESS_KEY_SECRET", "value": "<redacted>"},
+            {"name": "AWS_SESSION_TOKEN", "value": "<redacted>"},
+            {"name": "AZURE_FEDERATED_TOKEN_FILE", "value": "/var/run/token"},
+        ])
+    );
+    assert_eq!(result["stderr"].as_str().unwrap().trim(), "got <redacted>");
+    assert!(!run.stdout.contains("s3cr3t-value-Xy7"), "{}", run.stdout);
+    assert!(!run.stdout.contains("session-token-Q9"), "{}", run.stdout);
+    let shown = s.run(&["--show-secrets"]);
+    assert!(
+        shown.stdout.contains("got s3cr3t-value-Xy7"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("session-token-Q9"),
+        "{}",
+        shown.stdout
+    );
+}

@@ -53,6 +53,17 @@ pub(super) struct Checked<'a> {
     pub(super) ecr_mirrors: Vec<(&'a str, String)>,
     /// acr's `--ib-*` args, when identity bindings are on.
     pub(super) identity_bindings: Vec<String>,
+    /// alibaba's RRSA settings, with `--service-account`.
+    pub(super) alibaba_rrsa: Option<AlibabaRrsa>,
+    /// alibaba's `--alibaba-instance` values and the host each names.
+    pub(super) alibaba_instances: Vec<(&'a str, String)>,
+}
+
+/// alibaba's RRSA settings from `--alibaba-oidc-provider-arn`.
+pub(super) struct AlibabaRrsa {
+    /// The RAM OIDC provider's ARN (`--oidc-provider-arn`; the provider takes the account of
+    /// roles annotated by name from it).
+    pub(super) arn: String,
 }
 
 impl InitArgs {
@@ -224,6 +235,7 @@ impl InitArgs {
 
         self.check_oidc(windows)?;
         self.check_shared_identity(&providers)?;
+        let (alibaba_rrsa, alibaba_instances) = self.check_alibaba()?;
 
         let platform = platform_defaults(self.platform);
         if self.drop_in {
@@ -244,7 +256,52 @@ impl InitArgs {
             mirrors,
             ecr_mirrors,
             identity_bindings,
+            alibaba_rrsa,
+            alibaba_instances,
         })
+    }
+
+    /// The `--alibaba-*` options: RRSA needs the cluster's RAM OIDC provider (the provider cannot
+    /// trade a pod's token without it), and each custom domain one Enterprise instance ID.
+    #[allow(clippy::type_complexity)]
+    fn check_alibaba(&self) -> Result<(Option<AlibabaRrsa>, Vec<(&str, String)>), CommandError> {
+        if !self.selected(ProviderKind::Alibaba) {
+            if self.alibaba_oidc_provider_arn.is_some() || !self.alibaba_instance.is_empty() {
+                return usage("--alibaba-* options apply only to --provider alibaba");
+            }
+            return Ok((None, Vec::new()));
+        }
+        let mut instances = Vec::new();
+        for value in &self.alibaba_instance {
+            let Some(host) = alibaba_instance_host(value) else {
+                return usage(format!(
+                    "--alibaba-instance expects HOST=cri-ID (a registry host name and an Enterprise Edition instance ID), got {value:?}"
+                ));
+            };
+            instances.push((value.as_str(), host));
+        }
+        let rrsa = match (&self.alibaba_oidc_provider_arn, self.service_account) {
+            (Some(_), false) => {
+                return usage(
+                    "--alibaba-oidc-provider-arn needs --service-account: RRSA trades the pod's service-account token",
+                );
+            }
+            (None, true) => {
+                return usage(
+                    "alibaba with --service-account needs --alibaba-oidc-provider-arn acs:ram::ACCOUNT:oidc-provider/NAME: the RAM OIDC provider that trusts the cluster's service-account tokens (RRSA)",
+                );
+            }
+            (None, false) => None,
+            (Some(arn), true) => {
+                if alibaba_oidc_provider_account(arn).is_none() {
+                    return usage(format!(
+                        "--alibaba-oidc-provider-arn must look like acs:ram::ACCOUNT:oidc-provider/NAME, got {arn:?}"
+                    ));
+                }
+                Some(AlibabaRrsa { arn: arn.clone() })
+            }
+        };
+        Ok((rrsa, instances))
     }
 
     /// The `--oidc-*` options: oidc always has tokenAttributes, so the same rules as
@@ -414,6 +471,43 @@ impl InitArgs {
     }
 }
 
+/// The account in a RAM OIDC provider ARN, `acs:ram::ACCOUNT:oidc-provider/NAME`.
+fn alibaba_oidc_provider_account(arn: &str) -> Option<&str> {
+    let rest = arn.strip_prefix("acs:ram::")?;
+    let (account, name) = rest.split_once(":oidc-provider/")?;
+    let ok = !account.is_empty()
+        && account.bytes().all(|b| b.is_ascii_digit())
+        && !name.is_empty()
+        && !name.contains(['/', ':', ' ']);
+    ok.then_some(account)
+}
+
+/// The host of an `--alibaba-instance HOST[:PORT]=cri-ID` value, lower-cased as the kubelet
+/// compares hosts; `None` unless HOST is a plain host name (no scheme, path or glob), PORT digits,
+/// and the ID `cri-` and letters or digits.
+fn alibaba_instance_host(value: &str) -> Option<String> {
+    let (host_port, id) = value.split_once('=')?;
+    let (host, port_ok) = match host_port.split_once(':') {
+        Some((host, port)) => (
+            host,
+            !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit()),
+        ),
+        None => (host_port, true),
+    };
+    let host_ok = port_ok
+        && !host.is_empty()
+        && host.contains('.')
+        && !host.starts_with(['.', '-'])
+        && !host.ends_with(['.', '-'])
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    let id_ok = id
+        .strip_prefix("cri-")
+        .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_alphanumeric()));
+    (host_ok && id_ok).then(|| host_port.to_ascii_lowercase())
+}
+
 /// A mirror's source host (with port, if given as `host:port=destination`), read with the
 /// providers' own parser: one entry per option.
 fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String, CommandError> {
@@ -439,6 +533,44 @@ mod tests {
         assert_eq!(source("Reg:5000=r.azurecr.io"), Some("reg:5000".to_owned()));
         for bad in ["a:b:c", ":r.azurecr.io", "a:b,c:d", "a: b"] {
             assert!(source(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn alibaba_values_have_their_shapes() {
+        assert_eq!(
+            alibaba_oidc_provider_account("acs:ram::1234567890123456:oidc-provider/ack-rrsa-c1"),
+            Some("1234567890123456")
+        );
+        for bad in [
+            "acs:ram::12a:oidc-provider/x",
+            "acs:ram::12:oidc-provider/",
+            "acs:ram::12:role/x",
+            "arn:aws:iam::123456789012:oidc-provider/x",
+            "acs:ram:::oidc-provider/x",
+        ] {
+            assert_eq!(alibaba_oidc_provider_account(bad), None, "{bad}");
+        }
+        assert_eq!(
+            alibaba_instance_host("Registry.Example.com=cri-abc123").as_deref(),
+            Some("registry.example.com")
+        );
+        assert_eq!(
+            alibaba_instance_host("registry.example.com:5000=cri-a").as_deref(),
+            Some("registry.example.com:5000")
+        );
+        for bad in [
+            "registry.example.com",
+            "registry.example.com=abc",
+            "registry.example.com=cri-",
+            "https://registry.example.com=cri-a",
+            "registry.example.com:=cri-a",
+            "registry.example.com:50a=cri-a",
+            "*.example.com=cri-a",
+            "localhost=cri-a",
+            "=cri-a",
+        ] {
+            assert_eq!(alibaba_instance_host(bad), None, "{bad}");
         }
     }
 }

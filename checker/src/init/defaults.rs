@@ -174,6 +174,8 @@ pub(super) enum ArgDefault {
     GcrIdentity,
     /// `--config=` and oidc's registries file (`--oidc-config`, else the platform's).
     OidcConfig,
+    /// alibaba's RRSA flags from `--alibaba-oidc-provider-arn` (only with `--service-account`).
+    AlibabaIdentity,
 }
 
 /// Where a provider's service-account token audience comes from.
@@ -339,6 +341,40 @@ pub(super) const OIDC: ProviderDefaults = ProviderDefaults {
     }),
 };
 
+/// Container Registry's host forms, one `*` per label as the kubelet matches them: Personal
+/// Edition's `registry[-vpc|-intl|-intl-vpc].<region>.aliyuncs.com`, Enterprise Edition's
+/// `<instance>-registry[-vpc].<region>.cr.aliyuncs.com` and the newer Personal Edition instances'
+/// `crpi-<id>[-vpc].<region>.personal.cr.aliyuncs.com`. Each first label is narrowed to its form,
+/// so the kubelet does not run the plugin for other Alibaba Cloud services' hosts (a pattern of
+/// whole-label `*` over `aliyuncs.com` would take every OSS or API host too); custom domains come
+/// from `--alibaba-instance`.
+pub(super) const ALIBABA_IMAGES: &[&str] = &[
+    "registry*.*.aliyuncs.com",
+    "*-registry*.*.cr.aliyuncs.com",
+    "crpi-*.*.personal.cr.aliyuncs.com",
+];
+
+/// RRSA: the audience ACK's RAM OIDC providers accept by default, and the annotation ACK's pod
+/// identity webhook reads. Pods without the annotation, and static pods, keep the node's role.
+pub(super) const ALIBABA_TOKEN: TokenDefaults = TokenDefaults {
+    audience: AudienceDefault::Fixed("sts.aliyuncs.com"),
+    cache_type: "ServiceAccount",
+    require_service_account: false,
+    optional_keys: &["pod-identity.alibabacloud.com/role-name"],
+};
+
+/// alibaba: Container Registry's temporary passwords live an hour, and the provider sets
+/// `cacheDuration` from each one's own expiry; the default only covers an answer without it.
+pub(super) const ALIBABA: ProviderDefaults = ProviderDefaults {
+    match_images: ImagesDefault::Fixed(ALIBABA_IMAGES),
+    cache_duration: "55m",
+    args: &[
+        ArgDefault::Literal("get-credentials"),
+        ArgDefault::AlibabaIdentity,
+    ],
+    token: Some(ALIBABA_TOKEN),
+};
+
 /// The provider x platform table.
 pub(super) fn provider_defaults(
     provider: ProviderKind,
@@ -352,6 +388,7 @@ pub(super) fn provider_defaults(
         (ProviderKind::Gcr, _) => &GCR,
         (ProviderKind::Static, _) => &STATIC,
         (ProviderKind::Oidc, _) => &OIDC,
+        (ProviderKind::Alibaba, _) => &ALIBABA,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The `CredentialProviderConfig` built from the defaults and the options ([`Document`]), the
 //! kubelet flags written on top of it, and the `--explain` lines.
 
+use kcp_kubelet::matching::match_image;
 use kcp_kubelet_emulation::config;
 use kcp_kubelet_emulation::validate;
 use serde::Serialize;
@@ -109,6 +110,11 @@ impl InitArgs {
                         ArgDefault::OidcConfig => {
                             args.push(format!("--config={}", self.oidc_registries_file()));
                         }
+                        ArgDefault::AlibabaIdentity => {
+                            if let Some(rrsa) = &checked.alibaba_rrsa {
+                                args.push(format!("--oidc-provider-arn={}", rrsa.arn));
+                            }
+                        }
                     }
                 }
                 if p == ProviderKind::Ecr {
@@ -129,6 +135,17 @@ impl InitArgs {
                     }
                     for key in &self.ecr_role_annotation_key {
                         args.push(format!("--role-annotation-key={key}"));
+                    }
+                }
+                if p == ProviderKind::Alibaba {
+                    for (value, host) in &checked.alibaba_instances {
+                        args.push(format!("--instance={value}"));
+                        if !match_images
+                            .iter()
+                            .any(|pattern| match_image(pattern, host))
+                        {
+                            match_images.push(host.clone());
+                        }
                     }
                 }
                 if p == ProviderKind::Acr {

@@ -176,12 +176,13 @@ pub fn write_script(path: &Path, body: &str) {
 }
 
 /// Our provider binaries, by file name.
-pub const PROVIDERS: [&str; 5] = [
+pub const PROVIDERS: [&str; 6] = [
     "ecr-credential-provider",
     "acr-credential-provider",
     "gcr-credential-provider",
     "static-credential-provider",
     "oidc-credential-provider",
+    "alibaba-credential-provider",
 ];
 
 /// The directory holding the workspace's built binaries: the checker's own. `cargo test

@@ -272,8 +272,27 @@ pub const OIDC: ProviderFlags = ProviderFlags {
     positionals: Positionals::GetCredentials,
 };
 
+/// `alibaba-credential-provider`. No upstream: like [`STATIC`], it takes every klog flag the
+/// other providers' upstreams register, so a config copied from any of them works.
+pub const ALIBABA: ProviderFlags = ProviderFlags {
+    binary: "alibaba-credential-provider",
+    own: &[
+        Flag::long("instance", Kind::Value),
+        Flag::long("region", Kind::Value),
+        Flag::long("oidc-provider-arn", Kind::Value),
+        Flag::long("account-id", Kind::Value),
+        Flag::long("role-annotation-key", Kind::Value),
+        Flag::long("session-duration", Kind::Value),
+        Flag::long("metadata-endpoint", Kind::Value),
+        Flag::long("sts-endpoint", Kind::Value),
+        Flag::long("cr-endpoint", Kind::Value),
+    ],
+    klog: &KLOG_ANY,
+    positionals: Positionals::GetCredentials,
+};
+
 /// This project's providers.
-pub const PROVIDERS: [&ProviderFlags; 5] = [&ECR, &ACR, &GCR, &STATIC, &OIDC];
+pub const PROVIDERS: [&ProviderFlags; 6] = [&ECR, &ACR, &GCR, &STATIC, &OIDC, &ALIBABA];
 
 /// The provider whose binary a config's `name` runs (`.exe` allowed, as on Windows), if it is
 /// one of ours.

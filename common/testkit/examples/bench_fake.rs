@@ -7,7 +7,12 @@
 //! - STS `AssumeRoleWithWebIdentity` (IRSA) and IMDSv2 (token with TTL header, region, role
 //!   credentials), for `AWS_ENDPOINT_URL` / `AWS_EC2_METADATA_SERVICE_ENDPOINT`;
 //! - the GCE metadata server's default service-account token (`GCE_METADATA_HOST`), with the
-//!   `Metadata-Flavor: Google` check, and a key file's `token_uri` (`/token`).
+//!   `Metadata-Flavor: Google` check, and a key file's `token_uri` (`/token`);
+//! - Alibaba Cloud: the ECS metadata server in hardened mode (token, RAM role, its credentials,
+//!   region) and Container Registry's `ListInstance` and `GetAuthorizationToken` (Enterprise,
+//!   2018-12-01, and Personal Edition, `GET /tokens`), told apart from AWS's by their headers
+//!   (`x-aliyun-ecs-metadata-token*`, `x-acs-action`); signatures are not checked here
+//!   (`scripts/fakes/alibaba_fake.py` does).
 //!
 //! Prints `http=URL`, `https=URL` and `ca=FILE` lines, then serves until its stdin closes (so it
 //! ends with the benchmark that started it). Not part of any release binary.
@@ -28,6 +33,9 @@ use kcp_testkit::tls::{TestCa, TlsFakeServer};
 /// The password inside every ECR token this fake hands out (`AWS:<password>`).
 const ECR_PASSWORD: &str = "bench-ecr-password";
 const IMDS_TOKEN: &str = "bench-imds-session-token";
+/// The ECS metadata server's session token, and the Container Registry password it leads to.
+const ECS_TOKEN: &str = "bench-ecs-metadata-token";
+const ALIBABA_PASSWORD: &str = "bench-alibaba-password";
 
 fn now() -> u64 {
     SystemTime::now()
@@ -41,7 +49,54 @@ fn iso(secs: u64) -> String {
     kcp_testkit::rfc3339(secs)
 }
 
+/// Alibaba Cloud's answers, when the request is for one of its endpoints.
+fn alibaba(req: &RecordedRequest) -> Option<FakeResponse> {
+    let expire_ms = (now() + 3600) * 1000;
+    if let Some(action) = req.header("x-acs-action") {
+        let version = req.header("x-acs-version").unwrap_or("");
+        return Some(match (action, version) {
+            ("GetAuthorizationToken", "2018-12-01") => FakeResponse::json(format!(
+                r#"{{"IsSuccess":true,"Code":"success","RequestId":"bench","AuthorizationToken":"{ALIBABA_PASSWORD}","TempUsername":"cr_temp_user","ExpireTime":{expire_ms}}}"#
+            )),
+            ("GetAuthorizationToken", _) => FakeResponse::json(format!(
+                r#"{{"data":{{"authorizationToken":"{ALIBABA_PASSWORD}","tempUserName":"cr_temp_user","expireDate":{expire_ms}}}}}"#
+            )),
+            ("ListInstance", _) => FakeResponse::json(
+                r#"{"IsSuccess":true,"Code":"success","RequestId":"bench","PageNo":1,"PageSize":30,"TotalCount":1,"Instances":[{"InstanceId":"cri-bench","InstanceName":"bench","RegionId":"cn-hangzhou","InstanceStatus":"RUNNING"}]}"#,
+            ),
+            _ => FakeResponse::new(
+                400,
+                format!(r#"{{"Code":"InvalidAction.NotFound","Message":"{action}"}}"#),
+            ),
+        });
+    }
+    if req.method == "PUT" && req.path() == "/latest/api/token" {
+        return req
+            .header("x-aliyun-ecs-metadata-token-ttl-seconds")
+            .map(|_| FakeResponse::new(200, ECS_TOKEN));
+    }
+    let token = req.header("x-aliyun-ecs-metadata-token")?;
+    if token != ECS_TOKEN {
+        return Some(FakeResponse::new(401, "Unauthorized"));
+    }
+    Some(match req.path() {
+        "/latest/meta-data/region-id" => FakeResponse::new(200, "cn-hangzhou"),
+        "/latest/meta-data/ram/security-credentials/" => FakeResponse::new(200, "bench-node-role"),
+        "/latest/meta-data/ram/security-credentials/bench-node-role" => {
+            FakeResponse::json(format!(
+                r#"{{"Code":"Success","AccessKeyId":"STS.benchnode","AccessKeySecret":"bench-node-secret","SecurityToken":"bench-node-security-token","Expiration":"{}","LastUpdated":"{}"}}"#,
+                iso(now() + 6 * 3600),
+                iso(now())
+            ))
+        }
+        _ => FakeResponse::new(404, "Not Found"),
+    })
+}
+
 fn answer(req: &RecordedRequest) -> FakeResponse {
+    if let Some(response) = alibaba(req) {
+        return response;
+    }
     let target = req.header("x-amz-target").unwrap_or("");
     let token = base64::engine::general_purpose::STANDARD.encode(format!("AWS:{ECR_PASSWORD}"));
     let expires = now() + 12 * 3600;

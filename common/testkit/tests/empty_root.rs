@@ -33,18 +33,19 @@ use kcp_testkit::proxy::ConnectProxy;
 use kcp_testkit::tls::{TestCa, TlsFakeServer};
 use kcp_testkit::{Plugin, TempDir, unix_now};
 
-const BINARIES: [&str; 7] = [
+const BINARIES: [&str; 8] = [
     "ecr-credential-provider",
     "acr-credential-provider",
     "gcr-credential-provider",
     "static-credential-provider",
     "oidc-credential-provider",
+    "alibaba-credential-provider",
     "credential-provider-check",
     "credential-provider-token-controller",
 ];
 const ECR_IMAGE: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com/app";
 const ECR_REGISTRY: &str = "123456789012.dkr.ecr.us-east-1.amazonaws.com";
-const HOSTS: &str = "127.0.0.1 localhost\n127.0.0.1 ecr.fake.test login.fake.test\n";
+const HOSTS: &str = "127.0.0.1 localhost\n127.0.0.1 ecr.fake.test login.fake.test cr.fake.test\n";
 /// A node whose hosts line names only modules that are not there (and that glibc would dlopen).
 const NSSWITCH: &str = "hosts: mymachines resolve [!UNAVAIL=return] myhostname\n";
 
@@ -504,6 +505,7 @@ fn release_binaries_work_in_an_empty_root() {
     ecr_unreachable(&jail, &bin_dir);
     acr(&jail, &bin_dir);
     oidc_passthrough(&jail, &bin_dir);
+    alibaba(&jail, &bin_dir);
     controller(&jail, &bin_dir);
 }
 
@@ -562,5 +564,99 @@ fn oidc_passthrough(jail: &Jail, bin_dir: &Path) {
         BTreeMap::from([("harbor.acme.internal".to_owned(), ("jwt".to_owned(), token))]),
         "stderr: {}",
         out.stderr()
+    );
+}
+
+/// Alibaba Cloud Container Registry with static keys: a Personal Edition host answered by
+/// Container Registry's token call over HTTPS to a name from /etc/hosts (the CA through the
+/// default bundle path), signed with the key (V3); the same request in key-only mode (a cache
+/// key, no call); and a look-alike host refused before any call.
+fn alibaba(jail: &Jail, bin_dir: &Path) {
+    const IMAGE: &str = "registry.cn-hangzhou.aliyuncs.com/ns/app:1.0";
+    let ca = TestCa::new();
+    let expire_ms = (unix_now() + 3600) * 1000;
+    let fake = TlsFakeServer::start(&ca, &["cr.fake.test"], move |_| {
+        FakeResponse::json(format!(
+            r#"{{"data":{{"authorizationToken":"alibaba-password-from-the-fake","tempUserName":"cr_temp_user","expireDate":{expire_ms}}}}}"#
+        ))
+    });
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let pem = std::fs::read(ca.ca_file()).unwrap();
+    let mut files = base_files();
+    files.push(("/etc/ssl/certs/ca-certificates.crt", &pem));
+    let root = empty_root(bin_dir, "alibaba-credential-provider", &files);
+    let plugin = || {
+        jail.plugin(root.path(), "alibaba-credential-provider")
+            .args([
+                format!("--cr-endpoint=https://cr.fake.test:{}", fake.addr().port()),
+                format!("--metadata-endpoint=http://127.0.0.1:{closed}"),
+            ])
+            .env("ALIBABA_CLOUD_ACCESS_KEY_ID", "LTAIEMPTYROOT")
+            .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", "empty-root-secret")
+            .secret("empty-root-secret")
+            .secret("alibaba-password-from-the-fake")
+    };
+
+    let key = plugin()
+        .env("CREDENTIAL_PROVIDER_PRINT_CACHE_KEY", "true")
+        .raw(&kcp_kubelet::protocol::encode_request(
+            ApiVersion::V1,
+            IMAGE,
+            None,
+            &Default::default(),
+        ));
+    assert_eq!(key.exec.exit_code, Some(0), "{}", key.stderr());
+    let line: serde_json::Value = serde_json::from_str(key.stdout().trim_end()).unwrap();
+    assert_eq!(line["kind"], "TokenCacheKey", "{line}");
+    assert!(
+        line["file"].as_str().is_some_and(|f| !f.is_empty()),
+        "{line}"
+    );
+    assert!(fake.requests().is_empty(), "key-only mode called out");
+
+    let refused = plugin().request(
+        ApiVersion::V1,
+        "registry.cn-hangzhou.aliyuncs.com.evil.test/ns/app",
+    );
+    let reason = refused.rejected();
+    assert!(
+        reason.contains("registry.cn-hangzhou.aliyuncs.com.evil.test"),
+        "{reason}"
+    );
+    assert!(fake.requests().is_empty(), "a look-alike host called out");
+
+    let out = plugin().request(ApiVersion::V1, IMAGE);
+    assert_eq!(
+        out.accepted().auth,
+        BTreeMap::from([(
+            "registry.cn-hangzhou.aliyuncs.com".to_owned(),
+            (
+                "cr_temp_user".to_owned(),
+                "alibaba-password-from-the-fake".to_owned()
+            )
+        )]),
+        "stderr: {}",
+        out.stderr()
+    );
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(
+        (requests[0].method.as_str(), requests[0].path()),
+        ("GET", "/tokens")
+    );
+    assert_eq!(
+        requests[0].header("x-acs-action"),
+        Some("GetAuthorizationToken")
+    );
+    assert!(
+        requests[0]
+            .header("authorization")
+            .is_some_and(|a| a.starts_with("ACS3-HMAC-SHA256 Credential=LTAIEMPTYROOT,")),
+        "{:?}",
+        requests[0].header("authorization")
     );
 }

@@ -18,7 +18,8 @@
 //! 4. `AZURE_FEDERATED_TOKEN_FILE` in the environment: workload identity.
 //! 5. `aadClientId` + `aadClientSecret`: the service principal, through the exchange (or the raw
 //!    secret with `--service-principal-passthrough`, decided by the caller). Only the exchange
-//!    needs `tenantId`; passthrough works without one, as upstream.
+//!    needs `tenantId`: without one the raw secret is the only answer there is, as upstream
+//!    gives it, with a warning ([`lacks_tenant`]).
 //!
 //! azure_identity retries on its own (8 tries, up to 82 s; a fixed 72 s for IMDS), past the
 //! kubelet's 60 s kill. Every credential here gets our transport (the shared client, 15 s per try
@@ -181,7 +182,7 @@ fn process_env(name: &str) -> Option<String> {
 
 /// The node's own identity from the config and environment (rules 2–5 of the module docs).
 /// Passthrough is decided by the caller: a service principal is returned either way, with an
-/// empty tenant when the config has no `tenantId` (see [`missing_tenant`]).
+/// empty tenant when the config has no `tenantId` (see [`lacks_tenant`]).
 pub fn node_identity(
     config: &AzureConfig,
     config_path: &str,
@@ -247,8 +248,8 @@ pub fn node_identity(
         return Ok(identity);
     }
     match (non_empty(&config.aad_client_id), &config.aad_client_secret) {
-        // No tenant is fine here: passthrough needs none (as upstream); the exchange does, and the
-        // caller says so (`missing_tenant`).
+        // No tenant is fine here: passthrough needs none (as upstream); the exchange does, so the
+        // caller answers such a principal raw (`lacks_tenant`).
         (Some(client_id), Some(secret)) => Ok(Identity::ServicePrincipal {
             tenant: non_empty(&config.tenant_id).unwrap_or_default(),
             client_id,
@@ -262,15 +263,19 @@ pub fn node_identity(
     }
 }
 
-/// The error for a service principal without a tenant about to be exchanged: Entra needs the
-/// tenant to issue a token; passthrough (as upstream) needs none. `None` when nothing is missing.
-pub fn missing_tenant(identity: &Identity, config_path: &str) -> Option<anyhow::Error> {
-    match identity {
-        Identity::ServicePrincipal { tenant, .. } if tenant.is_empty() => Some(anyhow::anyhow!(
-            "{config_path} has aadClientId and aadClientSecret but no tenantId: set tenantId in {config_path} to the service principal's tenant (Entra ID needs it to issue the token that is exchanged for an ACR token), or pass --service-principal-passthrough to answer with the client ID and secret as the upstream plugin does"
-        )),
-        _ => None,
-    }
+/// Whether `identity` is a service principal without a tenant: no exchange is possible (Entra
+/// issues the token in a tenant), so it is answered as upstream answers every service principal,
+/// with its client ID and secret, and one warning line says so ([`no_tenant_warning`]).
+pub fn lacks_tenant(identity: &Identity) -> bool {
+    matches!(identity, Identity::ServicePrincipal { tenant, .. } if tenant.is_empty())
+}
+
+/// The warning for a service principal answered raw because it has no tenant (see
+/// [`lacks_tenant`]): what happened and the one setting that makes it exchanged instead.
+pub fn no_tenant_warning(config_path: &str) -> String {
+    format!(
+        "{config_path} has aadClientId and aadClientSecret but no tenantId: answering with the client ID and secret as the upstream plugin does; set tenantId in {config_path} to the service principal's tenant to exchange it for a short-lived ACR token instead (the secret then never reaches the container runtime)"
+    )
 }
 
 /// The service-account identity of a request, if its token and annotations ask for one.

@@ -167,6 +167,12 @@ impl Provider for AcrProvider {
         log_plan(self, request, &target, &cloud);
 
         if let Some((client_id, secret)) = self.passthrough_of(&identity) {
+            if !self.sp_passthrough {
+                tracing::warn!(
+                    "{}",
+                    identity::no_tenant_warning(&self.config_path.display().to_string())
+                );
+            }
             tracing::info!(
                 client_id,
                 "service-principal passthrough: answering with the client ID and secret"
@@ -242,11 +248,6 @@ impl AcrProvider {
             Some(identity) => identity,
             None => identity::node_identity(config, &config_path, &env)?,
         };
-        if !self.sp_passthrough
-            && let Some(error) = identity::missing_tenant(&identity, &config_path)
-        {
-            return Err(error);
-        }
         let key = cache_key(
             &target.login.host,
             cloud,
@@ -268,12 +269,14 @@ impl AcrProvider {
     }
 
     /// The client ID and secret to answer with, when `identity` is a service principal and
-    /// passthrough is on.
+    /// passthrough is on, or the principal has no tenant to exchange in (as upstream answers it).
     fn passthrough_of<'a>(&self, identity: &'a Identity) -> Option<(&'a str, &'a Secret)> {
         match identity {
             Identity::ServicePrincipal {
                 client_id, secret, ..
-            } if self.sp_passthrough => Some((client_id, secret)),
+            } if self.sp_passthrough || identity::lacks_tenant(identity) => {
+                Some((client_id, secret))
+            }
             _ => None,
         }
     }

@@ -7,6 +7,7 @@ mod support;
 
 use kcp_kubelet::ApiVersion;
 use kcp_kubelet_emulation::exec::{DecodeContext, decode_response};
+use kcp_testkit::Outcome;
 use support::*;
 
 const MI_CONFIG: &str = r#"{"cloud":"AzurePublicCloud","tenantId":"tenant-1","useManagedIdentityExtension":true,"userAssignedIdentityID":"kubelet-client-id","aadClientId":"msi","aadClientSecret":"msi"}"#;
@@ -505,6 +506,11 @@ enum Expect {
     ConfigError(&'static str),
     /// Exit 1 with a line containing this, before any request leaves the node.
     Refused(&'static str),
+    /// Exit 0 with exactly these entries, and one warning line on stderr containing this.
+    Warned(
+        &'static [(&'static str, &'static str, &'static str)],
+        &'static str,
+    ),
 }
 
 /// Upstream's service-principal answer for `aadClientId: foo`, `aadClientSecret: bar`.
@@ -561,12 +567,16 @@ fn upstreams_get_credentials_tables() {
             Expect::Refused("docker.io is not an Azure Container Registry login server"),
         ),
         (
-            // Ours only: without passthrough the secret is exchanged, which needs the tenant.
-            "SP without tenantId, exchange mode",
+            // Without passthrough a secret is exchanged, which needs the tenant; upstream's own
+            // configs have none, so they are answered as upstream answers them, with a warning.
+            "TestGetCredentials: SP without tenantId and without passthrough, five entries",
             UPSTREAM_SP_CONFIG,
             &[],
             "foo.azurecr.io/nginx:v1",
-            Expect::Refused("has aadClientId and aadClientSecret but no tenantId: set tenantId in"),
+            Expect::Warned(
+                UPSTREAM_SP_ENTRIES,
+                "has aadClientId and aadClientSecret but no tenantId: answering with the client ID and secret as the upstream plugin does; set tenantId in",
+            ),
         ),
     ];
     for (desc, config, args, image, expect) in rows {
@@ -575,7 +585,27 @@ fn upstreams_get_credentials_tables() {
             .mi_plugin(config)
             .args(args.iter().copied())
             .request(ApiVersion::V1, image);
+        let entries_of = |out: &Outcome| {
+            let ok = out.accepted();
+            ok.auth
+                .iter()
+                .map(|(k, (u, p))| (k.to_string(), u.to_string(), p.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let owned = |entries: &[(&str, &str, &str)]| {
+            entries
+                .iter()
+                .map(|(k, u, p)| (k.to_string(), u.to_string(), p.to_string()))
+                .collect::<Vec<_>>()
+        };
         match expect {
+            Expect::Warned(entries, warning) => {
+                assert_eq!(entries_of(&out), owned(entries), "{desc}");
+                let stderr = out.stderr();
+                let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains(" WARN ")).collect();
+                assert_eq!(warnings.len(), 1, "{desc}: {stderr}");
+                assert!(warnings[0].contains(warning), "{desc}: {}", warnings[0]);
+            }
             Expect::Entries(entries) => {
                 let ok = out.accepted();
                 let got: Vec<(&str, &str, &str)> = ok

@@ -22,11 +22,21 @@ pub enum Issuer {
     /// Tokens a registry issues for a service-account token (`oidc-credential-provider`): we
     /// believe at most 12 hours, whatever the registry says.
     Oidc,
+    /// Alibaba Cloud Container Registry's temporary passwords (`GetAuthorizationToken`, Enterprise
+    /// and Personal Edition): they live as long as the STS credentials that asked for them, and
+    /// STS grants at most 12 hours.
+    Alibaba,
 }
 
 impl Issuer {
     /// Every issuer.
-    pub const ALL: [Issuer; 4] = [Issuer::Ecr, Issuer::Acr, Issuer::Gcr, Issuer::Oidc];
+    pub const ALL: [Issuer; 5] = [
+        Issuer::Ecr,
+        Issuer::Acr,
+        Issuer::Gcr,
+        Issuer::Oidc,
+        Issuer::Alibaba,
+    ];
 
     /// The name in cache keys and the providers' metrics label.
     pub const fn name(self) -> &'static str {
@@ -35,6 +45,7 @@ impl Issuer {
             Issuer::Acr => "acr",
             Issuer::Gcr => "gcr",
             Issuer::Oidc => "oidc",
+            Issuer::Alibaba => "alibaba",
         }
     }
 
@@ -42,7 +53,9 @@ impl Issuer {
     pub const fn longest_life(self) -> Duration {
         match self {
             Issuer::Acr => Duration::from_secs(3 * 3600),
-            Issuer::Ecr | Issuer::Gcr | Issuer::Oidc => Duration::from_secs(12 * 3600),
+            Issuer::Ecr | Issuer::Gcr | Issuer::Oidc | Issuer::Alibaba => {
+                Duration::from_secs(12 * 3600)
+            }
         }
     }
 
