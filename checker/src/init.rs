@@ -99,6 +99,10 @@ pub enum Platform {
     Generic,
     /// Amazon EKS, Amazon Linux 2023 nodes bootstrapped by nodeadm.
     Eks,
+    /// Amazon EKS Hybrid Nodes bootstrapped by the hybrid nodeadm, with IAM Roles Anywhere: the
+    /// ECR entry reads nodeadm's AWS config (`/etc/aws/hybrid/config`), whose
+    /// `credential_process` ecr-credential-provider runs natively, without the signing helper.
+    EksHybrid,
     /// Azure AKS (AgentBaker node layout).
     Aks,
     /// Google GKE (COS or Ubuntu nodes).

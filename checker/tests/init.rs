@@ -139,6 +139,10 @@ fn examples() -> Vec<(&'static str, Vec<&'static str>)> {
             ]]),
         ),
         (
+            "eks-hybrid-roles-anywhere.yaml",
+            cat(&[&["--provider", "ecr", "--platform", "eks-hybrid"]]),
+        ),
+        (
             "acr.yaml",
             cat(&[&[
                 "--provider",
@@ -653,6 +657,10 @@ fn registries_skeleton_lists_every_protocol_per_host() {
     # --- Chainguard assumable identity
     # protocol: chainguard
     # identity: "IDENTITY-ID"
+    # --- IBM Cloud IAM trusted profile, for icr.io (IKS and ROKS clusters only)
+    # protocol: ibm-iam
+    # profileId: "Profile-ID"
+    # # profileName: "NAME"  # instead of profileId
 "#;
     assert_eq!(
         text,
@@ -731,9 +739,10 @@ providers:
     assert_eq!(p[0].args[1], r#"--username=robot"$puller\x"#);
 }
 
-const PLATFORMS: [&str; 9] = [
+const PLATFORMS: [&str; 10] = [
     "generic",
     "eks",
+    "eks-hybrid",
     "aks",
     "gke",
     "k3s",

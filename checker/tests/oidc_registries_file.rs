@@ -151,7 +151,7 @@ fn the_env_entry_names_the_file_too() {
     assert_eq!(
         messages(&report, "argumentErrors"),
         vec![format!(
-            "registries file {}: registries[0] (host \"quay.io\"): unknown protocol \"nope\": use one of passthrough, token-exchange, jfrog, quay-robot, cloudsmith, chainguard; oidc-credential-provider refuses it and exits 2 on every exec",
+            "registries file {}: registries[0] (host \"quay.io\"): unknown protocol \"nope\": use one of passthrough, token-exchange, jfrog, quay-robot, cloudsmith, chainguard, ibm-iam; oidc-credential-provider refuses it and exits 2 on every exec",
             file.display()
         )]
     );
@@ -168,5 +168,39 @@ fn an_entry_without_a_registries_file_is_an_argument_error() {
     assert_eq!(
         messages(&report, "argumentErrors"),
         vec!["args: no --config: name the registries file (--config=FILE, or env OIDC_CREDENTIAL_PROVIDER_CONFIG); oidc-credential-provider exits 2 on every exec without it".to_owned()]
+    );
+}
+
+/// An `ibm-iam` entry names its trusted profile once: the docs' file validates clean, one with
+/// both `profileId` and `profileName` is the provider's own refusal, as an argument error.
+#[test]
+fn ibm_iam_entries_are_checked_as_the_provider_checks_them() {
+    let dir = TempDir::new("oidc-ibm");
+    let (config, _) = setup(
+        &dir,
+        Some(
+            "registries:\n  - host: icr.io\n    protocol: ibm-iam\n    profileId: Profile-6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d\n  - host: \"*.icr.io\"\n    protocol: ibm-iam\n    profileName: k8s-puller\n",
+        ),
+    );
+    let run = validate(&config);
+    let report = run.json();
+    assert_eq!(run.code, 0, "{report}");
+    assert!(messages(&report, "argumentErrors").is_empty(), "{report}");
+
+    let dir = TempDir::new("oidc-ibm-both");
+    let (config, file) = setup(
+        &dir,
+        Some(
+            "registries:\n  - host: icr.io\n    protocol: ibm-iam\n    profileId: Profile-1\n    profileName: k8s-puller\n",
+        ),
+    );
+    let run = validate(&config);
+    let report = run.json();
+    assert_eq!(run.code, 1, "{report}");
+    assert_eq!(
+        messages(&report, "argumentErrors"),
+        vec![format!(
+            "registries file {file}: registries[0] (host \"icr.io\"): set either \"profileId\" or \"profileName\" (the trusted profile), not both; oidc-credential-provider refuses it and exits 2 on every exec"
+        )]
     );
 }

@@ -152,6 +152,11 @@ const READY: &[Ready] = &[
         extra: &[],
     },
     Ready {
+        file: "eks-hybrid-roles-anywhere.yaml",
+        providers: &[(ECR, Family::Ecr, false)],
+        extra: &[],
+    },
+    Ready {
         file: "acr.yaml",
         providers: &[(ACR, Family::Acr, false)],
         // The mirror source mapped with --registry-mirror.

@@ -86,6 +86,20 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
             oidc_registries: "/etc/eks/image-credential-provider/oidc-registries.yaml",
             windows: false,
         },
+        // The hybrid nodeadm's layout (docs/providers/ecr.md "Hybrid and on-prem nodes"):
+        // `nodeadm install` puts the binary in the EKS directory, `nodeadm init` writes
+        // config.json there and sets both kubelet flags.
+        Platform::EksHybrid => &PlatformDefaults {
+            name: "eks-hybrid",
+            bin_dir: "/etc/eks/image-credential-provider",
+            config: "/etc/eks/image-credential-provider/config.json",
+            config_service_account: "/etc/eks/image-credential-provider/config-service-account.yaml",
+            drop_in_dir: None,
+            no_drop_in: None,
+            flags_home: "the hybrid nodeadm sets both flags (nodeadm init writes config.json, with the ECR entry's env AWS_CONFIG_FILE=/etc/aws/hybrid/config and AWS_PROFILE=default); replace the ecr-credential-provider binary that nodeadm install put in /etc/eks/image-credential-provider: it reads the profile's aws_signing_helper credential_process itself, so the helper binary is no longer needed",
+            oidc_registries: "/etc/eks/image-credential-provider/oidc-registries.yaml",
+            windows: false,
+        },
         Platform::Aks => &PlatformDefaults {
             name: "aks",
             bin_dir: "/var/lib/kubelet/credential-provider",
@@ -210,6 +224,8 @@ pub(super) struct ProviderDefaults {
     pub(super) args: &'static [ArgDefault],
     /// `None`: the provider has no per-pod identity.
     pub(super) token: Option<TokenDefaults>,
+    /// `env` entries the platform gives the provider (before `--env`'s).
+    pub(super) env: &'static [(&'static str, &'static str)],
 }
 
 /// EKS AL2023 nodeadm's 13 patterns, in its order.
@@ -262,6 +278,7 @@ pub(super) const ECR: ProviderDefaults = ProviderDefaults {
     cache_duration: "12h",
     args: &[ArgDefault::Literal("get-credentials")],
     token: Some(ECR_TOKEN),
+    env: &[],
 };
 /// The ECR entry as nodeadm writes it on EKS AL2023 (no args; Go's duration spelling).
 pub(super) const ECR_EKS: ProviderDefaults = ProviderDefaults {
@@ -269,6 +286,19 @@ pub(super) const ECR_EKS: ProviderDefaults = ProviderDefaults {
     cache_duration: "12h0m0s",
     args: &[],
     token: Some(ECR_TOKEN),
+    env: &[],
+};
+/// The hybrid nodeadm's AWS config file for IAM Roles Anywhere.
+pub(super) const EKS_HYBRID_AWS_CONFIG: &str = "/etc/aws/hybrid/config";
+/// The ECR entry as the hybrid nodeadm writes it with IAM Roles Anywhere: EKS's, plus the env
+/// that points the provider at nodeadm's AWS config and its profile (`default`; nodeadm's
+/// older `hybrid` profile is kept only for compatibility).
+pub(super) const ECR_EKS_HYBRID: ProviderDefaults = ProviderDefaults {
+    env: &[
+        ("AWS_CONFIG_FILE", EKS_HYBRID_AWS_CONFIG),
+        ("AWS_PROFILE", "default"),
+    ],
+    ..ECR_EKS
 };
 pub(super) const ACR_TOKEN: TokenDefaults = TokenDefaults {
     audience: AudienceDefault::Fixed("api://AzureADTokenExchange"),
@@ -293,6 +323,7 @@ pub(super) const ACR: ProviderDefaults = ProviderDefaults {
     cache_duration: "10m",
     args: &[ArgDefault::AzureConfig("/etc/kubernetes/azure.json")],
     token: Some(ACR_TOKEN),
+    env: &[],
 };
 /// The ACR entry on Windows nodes, where AKS keeps azure.json in `C:\k`.
 pub(super) const ACR_WINDOWS: ProviderDefaults = ProviderDefaults {
@@ -315,6 +346,7 @@ pub(super) const GCR: ProviderDefaults = ProviderDefaults {
             "iam.gke.io/gcp-service-account",
         ],
     }),
+    env: &[],
 };
 pub(super) const STATIC: ProviderDefaults = ProviderDefaults {
     match_images: ImagesDefault::StaticRegistry,
@@ -325,6 +357,7 @@ pub(super) const STATIC: ProviderDefaults = ProviderDefaults {
         ArgDefault::StaticPasswordFile,
     ],
     token: None,
+    env: &[],
 };
 
 /// oidc: every exchange trades the pod's token, so tokenAttributes always; no default images
@@ -339,6 +372,7 @@ pub(super) const OIDC: ProviderDefaults = ProviderDefaults {
         require_service_account: true,
         optional_keys: &[],
     }),
+    env: &[],
 };
 
 /// Container Registry's host forms, one `*` per label as the kubelet matches them: Personal
@@ -372,6 +406,7 @@ pub(super) const ALIBABA: ProviderDefaults = ProviderDefaults {
         ArgDefault::Literal("get-credentials"),
         ArgDefault::AlibabaIdentity,
     ],
+    env: &[],
     token: Some(ALIBABA_TOKEN),
 };
 
@@ -382,6 +417,7 @@ pub(super) fn provider_defaults(
 ) -> &'static ProviderDefaults {
     match (provider, platform) {
         (ProviderKind::Ecr, Platform::Eks) => &ECR_EKS,
+        (ProviderKind::Ecr, Platform::EksHybrid) => &ECR_EKS_HYBRID,
         (ProviderKind::Ecr, _) => &ECR,
         (ProviderKind::Acr, Platform::AksWindows | Platform::EksWindows) => &ACR_WINDOWS,
         (ProviderKind::Acr, _) => &ACR,

@@ -169,11 +169,17 @@ impl InitArgs {
                         .filter(|(q, _)| *q == p)
                         .map(|(_, a)| a.clone()),
                 );
-                let env = self
+                // The platform's env first (eks-hybrid: nodeadm's AWS config), then `--env`'s.
+                let env = d
                     .env
                     .iter()
-                    .filter(|(q, _)| *q == p)
-                    .filter_map(|(_, e)| e.split_once('='))
+                    .copied()
+                    .chain(
+                        self.env
+                            .iter()
+                            .filter(|(q, _)| *q == p)
+                            .filter_map(|(_, e)| e.split_once('=')),
+                    )
                     .map(|(name, value)| EnvVar {
                         name: name.to_owned(),
                         value: value.to_owned(),

@@ -10,7 +10,7 @@ use crate::CommandError;
 /// Each protocol's block, as comment lines (without the entry's indent and `# `): the required
 /// fields with placeholder values, the optional ones commented once more. The names and fields
 /// are the registries file's own (docs/providers/oidc.md).
-pub(super) const BLOCKS: [(&str, &[&str]); 6] = [
+pub(super) const BLOCKS: [(&str, &[&str]); 7] = [
     (
         "the service-account token itself is the password",
         &["protocol: passthrough", "username: \"jwt\""],
@@ -50,6 +50,14 @@ pub(super) const BLOCKS: [(&str, &[&str]); 6] = [
     (
         "Chainguard assumable identity",
         &["protocol: chainguard", "identity: \"IDENTITY-ID\""],
+    ),
+    (
+        "IBM Cloud IAM trusted profile, for icr.io (IKS and ROKS clusters only)",
+        &[
+            "protocol: ibm-iam",
+            "profileId: \"Profile-ID\"",
+            "# profileName: \"NAME\"  # instead of profileId",
+        ],
     ),
 ];
 

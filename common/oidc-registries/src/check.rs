@@ -100,6 +100,10 @@ pub(crate) fn entry(registry: &Registry) -> Vec<String> {
             non_empty("audience", c.audience.as_deref());
             non_empty("username", c.username.as_deref());
         }
+        Protocol::IbmIam(i) => {
+            let (_, field, value) = i.profile.parameter();
+            non_empty(field, Some(value));
+        }
     }
     match &registry.protocol {
         Protocol::Passthrough(_) if registry.endpoint.is_some() => problems.push(

@@ -31,7 +31,8 @@ pub mod endpoint;
 pub mod protocol;
 
 pub use protocol::{
-    Chainguard, Cloudsmith, Jfrog, Passthrough, Protocol, QuayRobot, RobotSource, TokenExchange,
+    Chainguard, Cloudsmith, IbmIam, IbmProfile, Jfrog, Passthrough, Protocol, QuayRobot,
+    RobotSource, TokenExchange,
 };
 
 /// Largest registries file read: far above any real one, small enough to refuse a wrong path.
@@ -52,7 +53,7 @@ pub struct Registry {
 impl Registry {
     /// Where the exchange for an image on `image_host` (the image's registry, `host[:port]`)
     /// goes: the entry's `endpoint`, else the protocol's default (`https://<image host>` for
-    /// `jfrog` and `quay-robot`, the vendor's API for `cloudsmith` and `chainguard`). `None` for
+    /// `jfrog` and `quay-robot`, the vendor's API for `cloudsmith`, `chainguard` and `ibm-iam`). `None` for
     /// `passthrough`, which sends nothing, and for `token-exchange` without an endpoint (which
     /// the checks refuse).
     pub fn endpoint_for(&self, image_host: &str) -> Option<Result<Url, String>> {
@@ -64,6 +65,7 @@ impl Registry {
             Protocol::Jfrog(_) | Protocol::QuayRobot(_) => format!("https://{image_host}"),
             Protocol::Cloudsmith(_) => protocol::CLOUDSMITH_ENDPOINT.to_owned(),
             Protocol::Chainguard(_) => protocol::CHAINGUARD_ENDPOINT.to_owned(),
+            Protocol::IbmIam(_) => protocol::IBM_IAM_ENDPOINT.to_owned(),
         };
         Some(endpoint::check(&default).map_err(|e| format!("the endpoint {default:?} {e}")))
     }

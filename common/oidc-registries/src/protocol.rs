@@ -16,6 +16,8 @@ pub const QUAY_ROBOT_ANNOTATION: &str = "quay.io/federated-robot-account";
 pub const CLOUDSMITH_ENDPOINT: &str = "https://api.cloudsmith.io";
 /// Chainguard's issuer, where its token exchange lives.
 pub const CHAINGUARD_ENDPOINT: &str = "https://issuer.enforce.dev";
+/// IBM Cloud IAM's public endpoint, where the compute-resource token grant lives.
+pub const IBM_IAM_ENDPOINT: &str = "https://iam.cloud.ibm.com";
 
 /// How one registry turns the pod's service-account token into a pull credential.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -33,6 +35,8 @@ pub enum Protocol {
     Cloudsmith(Cloudsmith),
     /// Chainguard's assumable identities.
     Chainguard(Chainguard),
+    /// IBM Cloud IAM trusted profiles (IBM Cloud Container Registry, `icr.io`).
+    IbmIam(IbmIam),
 }
 
 impl Protocol {
@@ -45,17 +49,19 @@ impl Protocol {
             Protocol::QuayRobot(_) => "quay-robot",
             Protocol::Cloudsmith(_) => "cloudsmith",
             Protocol::Chainguard(_) => "chainguard",
+            Protocol::IbmIam(_) => "ibm-iam",
         }
     }
 
     /// Every protocol name, for error messages.
-    pub const NAMES: [&'static str; 6] = [
+    pub const NAMES: [&'static str; 7] = [
         "passthrough",
         "token-exchange",
         "jfrog",
         "quay-robot",
         "cloudsmith",
         "chainguard",
+        "ibm-iam",
     ];
 }
 
@@ -182,4 +188,67 @@ pub struct Chainguard {
     pub audience: Option<String>,
     /// The registry user name, when the default does not fit.
     pub username: Option<String>,
+}
+
+/// `ibm-iam`: IBM Cloud IAM's compute-resource token grant for a trusted profile (`endpoint`
+/// defaults to [`IBM_IAM_ENDPOINT`]). The file names the profile by `profileId` or by
+/// `profileName`, exactly one of them; the choice is kept as [`IbmProfile`], so an entry with
+/// both or neither cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "IbmIamFields")]
+pub struct IbmIam {
+    /// The trusted profile the pod's token is traded for.
+    pub profile: IbmProfile,
+}
+
+/// How an `ibm-iam` entry names its trusted profile; IAM takes either form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IbmProfile {
+    /// `profileId`: the profile's id (`Profile-…`), stable across renames.
+    Id(String),
+    /// `profileName`: the profile's name in the account.
+    Name(String),
+}
+
+impl IbmProfile {
+    /// The IAM form parameter and the registries-file field this profile comes from, and its
+    /// value: `("profile_id", "profileId", …)` or `("profile_name", "profileName", …)`.
+    pub fn parameter(&self) -> (&'static str, &'static str, &str) {
+        match self {
+            IbmProfile::Id(id) => ("profile_id", "profileId", id),
+            IbmProfile::Name(name) => ("profile_name", "profileName", name),
+        }
+    }
+}
+
+/// The `ibm-iam` fields as written, before the one-profile rule makes an [`IbmIam`] of them.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct IbmIamFields {
+    profile_id: Option<String>,
+    profile_name: Option<String>,
+}
+
+impl TryFrom<IbmIamFields> for IbmIam {
+    type Error = String;
+
+    fn try_from(fields: IbmIamFields) -> Result<IbmIam, String> {
+        let profile = match (fields.profile_id, fields.profile_name) {
+            (Some(id), None) => IbmProfile::Id(id),
+            (None, Some(name)) => IbmProfile::Name(name),
+            (Some(_), Some(_)) => {
+                return Err(
+                    "set either \"profileId\" or \"profileName\" (the trusted profile), not both"
+                        .to_owned(),
+                );
+            }
+            (None, None) => {
+                return Err(
+                    "missing field \"profileId\" or \"profileName\": ibm-iam needs the IAM trusted profile the pods' tokens are traded for (its id, Profile-..., or its name)"
+                        .to_owned(),
+                );
+            }
+        };
+        Ok(IbmIam { profile })
+    }
 }

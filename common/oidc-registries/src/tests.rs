@@ -265,3 +265,127 @@ fn an_unknown_field_with_a_line_break_is_named_on_one_line() {
         "{message}"
     );
 }
+
+const IBM: &str = r#"
+registries:
+  - host: icr.io
+    protocol: ibm-iam
+    profileId: Profile-6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d
+  - host: "*.icr.io"
+    protocol: ibm-iam
+    profileName: k8s-puller
+    endpoint: https://private.iam.cloud.ibm.com
+"#;
+
+#[test]
+fn ibm_iam_names_its_trusted_profile_by_id_or_by_name() {
+    let r = parse(IBM).unwrap();
+    assert_eq!(
+        r.registries[0].protocol,
+        Protocol::IbmIam(IbmIam {
+            profile: IbmProfile::Id("Profile-6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d".into())
+        })
+    );
+    assert_eq!(r.registries[0].protocol.name(), "ibm-iam");
+    let Protocol::IbmIam(named) = &r.registries[1].protocol else {
+        panic!("ibm-iam")
+    };
+    assert_eq!(
+        named.profile.parameter(),
+        ("profile_name", "profileName", "k8s-puller")
+    );
+    // IAM's public endpoint by default; an entry's own (IAM's private endpoint) wins.
+    let endpoint = |i: usize, host: &str| r.registries[i].endpoint_for(host).unwrap().unwrap();
+    assert_eq!(endpoint(0, "icr.io").as_str(), "https://iam.cloud.ibm.com/");
+    assert_eq!(
+        endpoint(1, "us.icr.io").as_str(),
+        "https://private.iam.cloud.ibm.com/"
+    );
+    assert_eq!(r.find("de.icr.io/acme/app:1").map(|(i, _)| i), Some(1));
+    assert_eq!(r.find("icr.io.evil.test/acme/app").map(|(i, _)| i), None);
+}
+
+/// Exactly one of profileId and profileName: both, neither, an empty one, a misspelt one and a
+/// field of another protocol are each one problem naming the entry and the field.
+#[test]
+fn ibm_iam_takes_exactly_one_profile() {
+    let entry = |fields: &str| {
+        problems(&format!(
+            "registries:\n- host: icr.io\n  protocol: ibm-iam\n{fields}"
+        ))
+    };
+    let at = r#"registries file r.yaml: registries[0] (host "icr.io"): "#;
+    assert_eq!(
+        entry("  profileId: Profile-1\n  profileName: puller\n"),
+        format!(r#"{at}set either "profileId" or "profileName" (the trusted profile), not both"#)
+    );
+    assert_eq!(
+        entry(""),
+        format!(
+            r#"{at}missing field "profileId" or "profileName": ibm-iam needs the IAM trusted profile the pods' tokens are traded for (its id, Profile-..., or its name)"#
+        )
+    );
+    assert_eq!(
+        entry("  endpoint: https://iam.cloud.ibm.com\n"),
+        entry(""),
+        "an endpoint is not a profile"
+    );
+    assert_eq!(
+        entry("  profileName: ' '\n"),
+        format!(r#"{at}field "profileName" is empty"#)
+    );
+    assert_eq!(
+        entry("  profileID: Profile-1\n"),
+        format!(r#"{at}unknown field "profileID", expected "profileId" or "profileName""#)
+    );
+    assert_eq!(
+        entry("  profileId: Profile-1\n  username: iambearer\n"),
+        format!(r#"{at}unknown field "username", expected "profileId" or "profileName""#)
+    );
+    assert_eq!(
+        entry("  profileId: Profile-1\n  endpoint: http://iam.cloud.ibm.com\n"),
+        format!(
+            r#"{at}endpoint "http://iam.cloud.ibm.com" uses plain http: the service-account token would cross the network unencrypted; use https (http is accepted for loopback hosts only)"#
+        )
+    );
+    for message in [entry(""), entry("  profileId: a\n  profileName: b\n")] {
+        assert!(!message.contains(['\n', '\r']), "{message}");
+    }
+}
+
+/// Every registries file docs/providers/oidc.md shows (each ```yaml block that starts with
+/// `registries:`) is one the provider reads, so a reader copying one gets a working start.
+#[test]
+fn the_docs_example_files_are_accepted() {
+    let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/providers/oidc.md");
+    let text = std::fs::read_to_string(docs).unwrap();
+    let mut found = Vec::new();
+    let mut block: Option<(usize, Vec<&str>)> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        match &mut block {
+            None if trimmed == "```yaml" => block = Some((line.len() - trimmed.len(), Vec::new())),
+            Some((_, lines)) if trimmed == "```" => {
+                if lines.first().is_some_and(|l| l.starts_with("registries:")) {
+                    found.push(lines.join("\n"));
+                }
+                block = None;
+            }
+            Some((indent, lines)) => lines.push(line.get(*indent..).unwrap_or("")),
+            None => {}
+        }
+    }
+    let protocols: Vec<String> = found
+        .iter()
+        .flat_map(|file| {
+            let parsed = Registries::parse(file, "docs").unwrap_or_else(|e| panic!("{e}\n{file}"));
+            parsed
+                .registries
+                .into_iter()
+                .map(|r| r.protocol.name().to_owned())
+        })
+        .collect();
+    for name in Protocol::NAMES {
+        assert!(protocols.iter().any(|p| p == name), "no example for {name}");
+    }
+}

@@ -458,9 +458,11 @@ fn encode_then_decode(data: &[u8]) {
 /// provider reads at start-up and the checker's `validate` reads too.
 ///
 /// Invariants: an error is one line naming the file; a file that parses has at least one entry,
-/// every endpoint it names or implies is `https://` or loopback `http://` (a service-account
-/// token never crosses the network in clear), and each entry's host, taken as an image, is
-/// answered by an entry (the first match wins) without panicking.
+/// every entry but `passthrough` has an endpoint (its own or its protocol's default) and
+/// `passthrough` none, every endpoint it names or implies is `https://` or loopback `http://` (a
+/// service-account token never crosses the network in clear), an `ibm-iam` entry names its
+/// trusted profile with a non-blank value, and each entry's host, taken as an image, is answered
+/// by an entry (the first match wins) without panicking.
 pub fn oidc_registries(data: &[u8]) {
     const FILE: &str = "/etc/kubernetes/oidc-registries.yaml";
     let text = String::from_utf8_lossy(data);
@@ -477,6 +479,18 @@ pub fn oidc_registries(data: &[u8]) {
             assert!(!registries.registries.is_empty());
             for registry in &registries.registries {
                 let host = registry.host.as_str();
+                let passthrough = matches!(
+                    registry.protocol,
+                    kcp_oidc_registries::Protocol::Passthrough(_)
+                );
+                assert_eq!(
+                    registry.endpoint_for(host).is_none(),
+                    passthrough,
+                    "{registry:?}"
+                );
+                if let kcp_oidc_registries::Protocol::IbmIam(ibm) = &registry.protocol {
+                    assert!(!ibm.profile.parameter().2.trim().is_empty(), "{ibm:?}");
+                }
                 if let Some(Ok(url)) = registry.endpoint_for(host) {
                     let loopback = match url.host() {
                         Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),

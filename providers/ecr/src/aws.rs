@@ -66,12 +66,14 @@ pub fn endpoint_override(service_env: &str) -> Option<(String, String)> {
     })
 }
 
-/// Loads the SDK configuration: the default credential chain, region as given or from the chain
+/// Loads the SDK configuration: the default credential chain (or `node_credentials`, the node's
+/// identity when it comes from elsewhere: IAM Roles Anywhere), region as given or from the chain
 /// (environment, profile, IMDS), our HTTP transport, timeouts and retries bounded by `deadline`.
 pub async fn load(
     endpoints: &Endpoints,
     service_env: &str,
     deadline: Deadline,
+    node_credentials: Option<aws_credential_types::Credentials>,
 ) -> Result<SdkConfig, HttpError> {
     let transport = SharedTransport::new(
         HttpClient::new(
@@ -115,7 +117,9 @@ pub async fn load(
     if dual_stack {
         loader = loader.use_dual_stack(true);
     }
-    if let Some(region) = &endpoints.region
+    if let Some(credentials) = node_credentials {
+        loader = loader.credentials_provider(credentials);
+    } else if let Some(region) = &endpoints.region
         && std::env::var_os(WEB_IDENTITY_TOKEN_FILE).is_none()
     {
         let chain =

@@ -7,7 +7,9 @@
 //! follow the host, service-account-token mode with fallback, and one deadline for the whole run.
 //! Beyond upstream: `--registry-mirror` (a mirror host answered with an ECR registry's token),
 //! `--assume-role` (a role per registry account), `--eks-pod-identity-cluster` (EKS Pod Identity)
-//! and `--role-annotation-key`, all checked before stdin is read.
+//! and `--role-annotation-key`, all checked before stdin is read; IAM Roles Anywhere as the
+//! node's identity without the signing helper (`--roles-anywhere-*`, or the helper's
+//! `credential_process` in the AWS config read natively).
 
 mod aws;
 mod endpoint;
@@ -15,6 +17,7 @@ mod host;
 mod mirrors_and_roles;
 mod pod_identity;
 mod provider;
+mod roles_anywhere;
 mod sdk_http;
 
 use std::process::ExitCode;
@@ -83,6 +86,9 @@ struct Cli {
     eks_pod_identity_region: Option<String>,
 
     #[command(flatten)]
+    roles_anywhere: roles_anywhere::Flags,
+
+    #[command(flatten)]
     common: CommonArgs,
 
     /// `get-credentials`, as configs pass it (ignored, as upstream); any other word is refused.
@@ -104,9 +110,10 @@ fn main() -> ExitCode {
             cli.eks_pod_identity_cluster.as_deref(),
             cli.eks_pod_identity_region.as_deref(),
         )?;
-        Ok((mirrors, roles, pod_identity))
+        let roles_anywhere = roles_anywhere::RolesAnywhere::configured(&cli.roles_anywhere)?;
+        Ok((mirrors, roles, pod_identity, roles_anywhere))
     });
-    let (mirrors, roles, pod_identity) = match configured {
+    let (mirrors, roles, pod_identity, roles_anywhere) = match configured {
         Ok(configured) => configured,
         Err(e) => return usage_error(&e),
     };
@@ -116,6 +123,7 @@ fn main() -> ExitCode {
         roles,
         role_annotations: cli.role_annotations,
         pod_identity,
+        roles_anywhere,
         cache_policy: CachePolicy::HalfRemaining,
         token_cache: settings.token_cache.clone(),
     };

@@ -20,6 +20,7 @@ use crate::aws::{self, Endpoints};
 use crate::host::{self, RegistryKind};
 use crate::mirrors_and_roles::{EcrMirror, RoleArn, Roles};
 use crate::pod_identity::{self, NoAssociation, PodIdentity};
+use crate::roles_anywhere::{Loaded, RolesAnywhere};
 
 /// ECR Public's API lives in us-east-1 only (for the `aws` partition).
 const PUBLIC_REGION: &str = "us-east-1";
@@ -48,6 +49,9 @@ pub struct EcrProvider {
     /// `--eks-pod-identity-cluster`: exchange the pod's token with EKS Pod Identity for this
     /// cluster when no annotation names a role.
     pub pod_identity: Option<PodIdentity>,
+    /// IAM Roles Anywhere as the node's identity (flags or the AWS config's drop-in), in place
+    /// of the default credential chain.
+    pub roles_anywhere: Option<RolesAnywhere>,
     /// How `cacheDuration` follows the token's expiry.
     pub cache_policy: CachePolicy,
     /// The on-disk token cache, when turned on.
@@ -153,6 +157,8 @@ pub struct Plan<'a> {
     /// Chosen because EKS Auth found no Pod Identity association for the ServiceAccount: the
     /// answer's `cacheDuration` is capped at [`pod_identity::FALLBACK_CACHE`].
     no_association: bool,
+    /// The IAM Roles Anywhere files, read and checked, when the node's credentials sign.
+    roles_anywhere: Option<Loaded>,
 }
 
 impl Provider for EcrProvider {
@@ -223,17 +229,7 @@ impl EcrProvider {
             self.token_cache.as_ref(),
             plan.key.as_ref(),
             deadline,
-            async || {
-                self.fetch_token(
-                    request,
-                    &plan.kind,
-                    &plan.endpoints,
-                    plan.service_env,
-                    &plan.principal,
-                    deadline,
-                )
-                .await
-            },
+            async || self.fetch_token(request, plan, deadline).await,
         )
         .await
     }
@@ -289,12 +285,22 @@ impl EcrProvider {
         let principal = self
             .principal(request, &kind, pod_identity)
             .map_err(|e| anyhow!(e))?;
+        // The node's credentials sign for every principal but a web identity (whose proof is the
+        // pod's token): only then are the Roles Anywhere files read, per exec.
+        let roles_anywhere = match (&self.roles_anywhere, &principal) {
+            (Some(_), Principal::WebIdentity(_)) | (None, _) => None,
+            (Some(ra), _) => Some(ra.load(SystemTime::now()).map_err(|e| anyhow!(e))?),
+        };
         let key = cache_key(
             &kind,
             &principal,
             self.roles.external_id.as_deref(),
             request,
-        );
+        )
+        .map(|key| match (&self.roles_anywhere, &roles_anywhere) {
+            (Some(ra), Some(loaded)) => ra.identify(key, loaded),
+            _ => key,
+        });
         Ok(Plan {
             mirror,
             kind,
@@ -303,6 +309,7 @@ impl EcrProvider {
             principal,
             key,
             no_association: !pod_identity,
+            roles_anywhere,
         })
     }
 
@@ -342,14 +349,20 @@ impl EcrProvider {
     async fn fetch_token(
         &self,
         request: &CredentialProviderRequest,
-        kind: &RegistryKind,
-        endpoints: &Endpoints,
-        service_env: &str,
-        principal: &Principal,
+        plan: &Plan<'_>,
         deadline: Deadline,
     ) -> anyhow::Result<RegistryToken> {
+        let (kind, endpoints, service_env) = (&plan.kind, &plan.endpoints, plan.service_env);
         let registry = request.image_ref.registry();
-        let config = aws::load(endpoints, service_env, deadline).await?;
+        let node = match (&self.roles_anywhere, &plan.roles_anywhere) {
+            (Some(ra), Some(loaded)) => Some((
+                crate::roles_anywhere::credentials(ra, loaded, deadline).await?,
+                ra.describe(loaded),
+            )),
+            _ => None,
+        };
+        let node_credentials = node.as_ref().map(|(c, _)| c.clone());
+        let config = aws::load(endpoints, service_env, deadline, node_credentials).await?;
         let Some(region) = config.region().map(|r| r.to_string()) else {
             bail!(
                 "no AWS region for {registry}: the host names none; set AWS_REGION (provider env in the kubelet config), \
@@ -365,7 +378,7 @@ impl EcrProvider {
                 "No region found in the image reference, the default region will be used. Please refer to AWS SDK documentation for configuration purpose."
             );
         }
-        let assumed = match (principal, &request.service_account_token) {
+        let assumed = match (&plan.principal, &request.service_account_token) {
             (Principal::WebIdentity(role_arn), Some(token)) => {
                 Some(assume_role(role_arn, token, &config).await?)
             }
@@ -388,9 +401,10 @@ impl EcrProvider {
             ),
             _ => None,
         };
-        let source = match &assumed {
-            Some(a) => a.source.clone(),
-            None => aws::credential_source().to_owned(),
+        let source = match (&assumed, &node) {
+            (Some(a), _) => a.source.clone(),
+            (None, Some((_, described))) => described.clone(),
+            (None, None) => aws::credential_source().to_owned(),
         };
         let context = || {
             // Resolving the endpoint parses the SDK's partition table again: only worth it for an error.
@@ -449,7 +463,10 @@ impl EcrProvider {
             .ok_or_else(|| anyhow!("authorization token in response was nil"))
             .with_context(context)?;
         let (username, password) = decode_token(&encoded).with_context(context)?;
-        let session_expiry = assumed.as_ref().and_then(|a| a.credentials.expiry());
+        // No later than the assumed role's session, nor the node's own (IAM Roles Anywhere).
+        let node_expiry = node.as_ref().and_then(|(c, _)| c.expiry());
+        let assumed_expiry = assumed.as_ref().and_then(|a| a.credentials.expiry());
+        let session_expiry = [assumed_expiry, node_expiry].into_iter().flatten().min();
         let expires_at = token_expiry(token.expires_at, session_expiry, SystemTime::now());
         tracing::info!(registry, "ECR token obtained");
         Ok(RegistryToken::obtained_now(username, password, expires_at))

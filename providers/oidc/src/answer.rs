@@ -1,6 +1,6 @@
 //! Reading what the exchanges answer: OAuth 2.0 token answers (RFC 6749 §5.1, RFC 8693 §2.2.1),
-//! OAuth error bodies (RFC 6749 §5.2), the `{"token": "..."}` bodies of the vendor APIs, and how
-//! long the credential lives.
+//! OAuth error bodies (RFC 6749 §5.2) and IBM Cloud IAM's, the `{"token": "..."}` bodies of the
+//! vendor APIs, and how long the credential lives.
 //!
 //! Errors name fields, never values: an answer holds a token, and an error line must not.
 
@@ -129,6 +129,31 @@ pub fn oauth_error(body: &[u8]) -> Option<String> {
     Some(phrase)
 }
 
+/// IBM Cloud IAM's error body (`{"errorCode": "BXNIM0415E", "errorMessage": "...", "context":
+/// {"requestId": "..."}}`) as one quoted phrase: the code, the message and the request id IBM's
+/// support asks for, each quoted as [`oauth_error`] quotes; `None` when the body is not one.
+pub fn ibm_error(body: &[u8]) -> Option<String> {
+    let object = serde_json::from_slice::<Map<String, Value>>(body).ok()?;
+    let code = object.get("errorCode")?.as_str()?;
+    let mut phrase = format!("error {}", quoted(code));
+    if let Some(message) = object
+        .get("errorMessage")
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+    {
+        phrase.push_str(&format!(" ({})", quoted(message)));
+    }
+    if let Some(request) = object
+        .get("context")
+        .and_then(|c| c.get("requestId"))
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty())
+    {
+        phrase.push_str(&format!(", request id {}", quoted(request)));
+    }
+    Some(phrase)
+}
+
 /// A server's text, safe for an error line: one line, at most 200 characters, known secrets and
 /// token-like runs redacted, quoted.
 fn quoted(text: &str) -> String {
@@ -223,6 +248,38 @@ mod tests {
         assert!(!echoed.contains('\n'), "{echoed}");
         assert_eq!(oauth_error(b"<html>"), None);
         assert_eq!(oauth_error(br#"{"message":"no"}"#), None);
+    }
+
+    #[test]
+    fn ibm_errors_are_quoted_on_one_line_without_tokens() {
+        assert_eq!(
+            ibm_error(
+                br#"{"errorCode":"BXNIM0415E","errorMessage":"Provided API key could not be found.","context":{"requestId":"a1b2c3","requestType":"incoming.Identity_Token"}}"#
+            )
+            .as_deref(),
+            Some(
+                r#"error "BXNIM0415E" ("Provided API key could not be found."), request id "a1b2c3""#
+            )
+        );
+        assert_eq!(
+            ibm_error(br#"{"errorCode":"BXNIM0109E"}"#).as_deref(),
+            Some(r#"error "BXNIM0109E""#)
+        );
+        let echoed = ibm_error(
+            br#"{"errorCode":"BXNIM0xxxE","errorMessage":"cr_token eyJhbGciOiJSUzI1NiJ9abcdefghijklmnopqrstuvwxyz0123456789 rejected\nsecond line"}"#,
+        )
+        .unwrap();
+        assert!(!echoed.contains("eyJhbGciOiJSUzI1NiJ9abcdef"), "{echoed}");
+        assert!(!echoed.contains('\n'), "{echoed}");
+        let long = format!(
+            r#"{{"errorCode":"BXNIM0001E","errorMessage":"{}"}}"#,
+            "x ".repeat(400)
+        );
+        let cut = ibm_error(long.as_bytes()).unwrap();
+        assert!(cut.ends_with("…)") && cut.chars().count() < 240, "{cut}");
+        assert_eq!(ibm_error(br#"{"errorCode":7}"#), None);
+        assert_eq!(ibm_error(br#"{"error":"invalid_grant"}"#), None);
+        assert_eq!(ibm_error(b"<html>"), None);
     }
 
     #[test]

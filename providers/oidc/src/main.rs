@@ -1,7 +1,8 @@
 //! `oidc-credential-provider`: trades the pod's service-account token (the kubelet's
 //! `tokenAttributes`, KEP-4412) for a short-lived pull credential, per registry as the registries
-//! file (`--config`) says: JFrog Artifactory, Quay, Cloudsmith, Chainguard, an OAuth 2.0 token
-//! exchange, or the token itself as the password.
+//! file (`--config`) says: JFrog Artifactory, Quay, Cloudsmith, Chainguard, IBM Cloud IAM (for
+//! IBM Cloud Container Registry), an OAuth 2.0 token exchange, or the token itself as the password
+//! (Harbor's workload-identity build, Zot).
 //!
 //! The command line lives here; everything else is the `oidc_credential_provider` library.
 

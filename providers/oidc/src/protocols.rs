@@ -1,7 +1,7 @@
 //! The exchanges, one module per protocol, and what they share: [`Exchange`] (everything one
 //! exchange may use), [`Issued`] (the credential it got), [`ProtocolError`], the one HTTP call
 //! shape ([`send`]: proxy rules, retries on 429 and 5xx with `Retry-After`, the deadline, OAuth
-//! error bodies quoted) and the dispatch on the entry's protocol ([`exchange`]).
+//! and IBM IAM error bodies quoted) and the dispatch on the entry's protocol ([`exchange`]).
 //!
 //! A protocol module sends the service-account token to its endpoint only: the host check is done
 //! before ([`crate::provider`]), and nothing here logs a token or puts one in an error.
@@ -19,6 +19,7 @@ use crate::answer::{self, Token};
 
 pub mod chainguard;
 pub mod cloudsmith;
+pub mod ibm;
 pub mod jfrog;
 pub mod passthrough;
 pub mod quay;
@@ -72,14 +73,15 @@ pub enum ProtocolError {
     /// The call failed: no connection, TLS, a timeout, the deadline (the HTTP layer's message).
     #[error("{0}")]
     Call(String),
-    /// The endpoint answered with an error status; `oauth` is its OAuth error body, quoted.
+    /// The endpoint answered with an error status; `oauth` is its OAuth (or IBM IAM) error body,
+    /// quoted.
     #[error("{host} answered HTTP {status}{}", match .oauth { Some(o) => format!(": {o}"), None if .detail.is_empty() => String::new(), None => format!(": {}", .detail) })]
     Refused {
         /// The endpoint's host.
         host: String,
         /// The HTTP status.
         status: u16,
-        /// `error "…" ("…")` from an OAuth error body.
+        /// `error "…" ("…")` from an OAuth error body, or `error "BXNIM…" ("…")` from IBM IAM's.
         oauth: Option<String>,
         /// Otherwise a short redacted excerpt of the body.
         detail: String,
@@ -131,7 +133,7 @@ pub async fn send(x: &Exchange<'_>, call: Call<'_>) -> Result<HttpResponse, Prot
     Err(ProtocolError::Refused {
         host,
         status: answer.status,
-        oauth: answer::oauth_error(&answer.body),
+        oauth: answer::oauth_error(&answer.body).or_else(|| answer::ibm_error(&answer.body)),
         detail: excerpt(&answer.body),
     })
 }
@@ -154,6 +156,7 @@ pub async fn exchange(x: &Exchange<'_>) -> Result<Issued, ProtocolError> {
         Protocol::QuayRobot(settings) => quay::exchange(x, settings).await,
         Protocol::Cloudsmith(settings) => cloudsmith::exchange(x, settings).await,
         Protocol::Chainguard(settings) => chainguard::exchange(x, settings).await,
+        Protocol::IbmIam(settings) => ibm::exchange(x, settings).await,
     }?;
     if issued.password.expose() == x.sa_token.expose()
         && !matches!(x.registry.protocol, Protocol::Passthrough(_))

@@ -238,7 +238,7 @@ fn a_bad_registries_file_stops_the_provider_before_the_request() {
                 "protocol.yaml",
                 "registries:\n  - host: quay.io\n    protocol: quay\n",
             ),
-            r#"registries[0] (host "quay.io"): unknown protocol "quay": use one of passthrough, token-exchange, jfrog, quay-robot, cloudsmith, chainguard"#,
+            r#"registries[0] (host "quay.io"): unknown protocol "quay": use one of passthrough, token-exchange, jfrog, quay-robot, cloudsmith, chainguard, ibm-iam"#,
         ),
         (
             file(

@@ -1,4 +1,4 @@
-//! What the four vendor protocols (`jfrog`, `quay-robot`, `cloudsmith`, `chainguard`) share: the
+//! What the vendor protocols (`jfrog`, `quay-robot`, `cloudsmith`, `chainguard`, `ibm-iam`) share: the
 //! one call whose JSON answer carries the credential in a named field, the URL paths under the
 //! entry's endpoint, and the hint an operator needs when the vendor refuses the token.
 
