@@ -164,8 +164,9 @@ pub struct InitArgs {
         required = true
     )]
     providers: Vec<ProviderKind>,
-    /// The node's platform: its paths, where the kubelet flags go, and its provider defaults.
-    #[arg(long, value_enum, default_value = "generic")]
+    /// The node's platform: its paths, where the kubelet flags go, and its provider defaults
+    /// (`--profile` is the same option: `--profile eks-hybrid`).
+    #[arg(long, visible_alias = "profile", value_enum, default_value = "generic")]
     platform: Platform,
     /// Per-pod identities (KEP-4412 tokenAttributes; kubelet 1.34+) for ecr, acr, gcr and alibaba
     /// (oidc always has them).

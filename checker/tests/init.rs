@@ -1897,3 +1897,16 @@ fn stdout_holds_only_the_config() {
     );
     assert_eq!(help.stderr, "");
 }
+
+/// `--profile` is `--platform` by another name (`init --profile eks-hybrid`, as nodeadm's users
+/// say it): the same config, byte for byte.
+#[test]
+fn profile_is_another_name_for_platform() {
+    for platform in ["eks-hybrid", "eks", "generic"] {
+        assert_eq!(
+            init_ok(&["--provider", "ecr", "--profile", platform]),
+            init_ok(&["--provider", "ecr", "--platform", platform]),
+            "{platform}"
+        );
+    }
+}

@@ -534,17 +534,14 @@ fn the_aws_config_drop_in_works_without_the_helper_binary() {
     let n = node(&keys, &ca, false);
     // The default profile in ~/.aws/config.
     let aws = Aws::ok();
-    let p = aws.plugin();
-    std::fs::create_dir_all(p.home().join(".aws")).unwrap();
-    std::fs::write(
-        p.home().join(".aws/config"),
-        format!(
+    let out = home_config(
+        aws.plugin(),
+        &format!(
             "[default]\nregion = us-west-2\ncredential_process = {} --with-proxy\n",
             helper_line(&n, "")
         ),
     )
-    .unwrap();
-    let out = p.request(ApiVersion::V1, PRIVATE_HOST);
+    .request(ApiVersion::V1, PRIVATE_HOST);
     aws.assert_pulled(&out, &n.cert_pem, &[], Some("mock-hybrid-node"));
 
     // A named profile in AWS_CONFIG_FILE, with intermediates, beside another profile.
@@ -572,16 +569,33 @@ fn the_aws_config_drop_in_works_without_the_helper_binary() {
     );
 }
 
+/// `p` with `text` as its `~/.aws/config`. A Windows binary under wine does not see the
+/// harness's `HOME` (its home is wine's `USERPROFILE`), so there the file is named by
+/// `AWS_CONFIG_FILE` instead, which both the SDK and the drop-in read first.
+fn home_config(p: Plugin, text: &str) -> Plugin {
+    std::fs::create_dir_all(p.home().join(".aws")).unwrap();
+    let file = p.home().join(".aws").join("config");
+    std::fs::write(&file, text).unwrap();
+    if kcp_testkit::windows_target() {
+        p.env("AWS_CONFIG_FILE", file.display().to_string())
+    } else {
+        p
+    }
+}
+
 #[test]
 fn another_credential_process_is_left_to_the_sdk() {
+    if kcp_testkit::skip_on_windows(
+        "another_credential_process_is_left_to_the_sdk",
+        "the profile's credential_process is a shell command",
+    ) {
+        return;
+    }
     let aws = Aws::ok();
-    let p = aws.plugin().secret("process-secret-access-key");
-    std::fs::create_dir_all(p.home().join(".aws")).unwrap();
-    std::fs::write(
-        p.home().join(".aws/config"),
+    let p = home_config(
+        aws.plugin().secret("process-secret-access-key"),
         "[default]\ncredential_process = echo '{\"Version\": 1, \"AccessKeyId\": \"AKIDFROMPROCESS\", \"SecretAccessKey\": \"process-secret-access-key\"}'\n",
-    )
-    .unwrap();
+    );
     p.request(ApiVersion::V1, PRIVATE_HOST).accepted();
     assert!(aws.ra.requests().is_empty());
     assert_eq!(
@@ -610,17 +624,14 @@ fn helper_flags_that_cannot_be_honoured_are_refused_by_name() {
         (" --frobnicate", "--frobnicate"),
     ] {
         let aws = Aws::ok();
-        let p = aws.plugin();
-        std::fs::create_dir_all(p.home().join(".aws")).unwrap();
-        std::fs::write(
-            p.home().join(".aws/config"),
-            format!(
+        let out = home_config(
+            aws.plugin(),
+            &format!(
                 "[default]\ncredential_process = {}\n",
                 helper_line(&n, extra)
             ),
         )
-        .unwrap();
-        let out = p.request(ApiVersion::V1, PRIVATE_HOST);
+        .request(ApiVersion::V1, PRIVATE_HOST);
         let line = out.rejected();
         assert_eq!(out.exec.exit_code, Some(2), "{line}");
         assert!(
