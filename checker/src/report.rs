@@ -318,7 +318,7 @@ pub fn run_human(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> String 
                     s,
                     "stdout{}:",
                     if run.redacted {
-                        " (string values shown as their length; --show-secrets shows them)"
+                        " (string values, and every value under auth, shown as their length; --show-secrets shows them)"
                     } else {
                         ""
                     }

@@ -655,7 +655,7 @@ fn a_malformed_answer_shows_no_secret_without_show_secrets() {
     assert!(!text.stdout.contains("hunter2"), "{}", text.stdout);
     assert!(
         text.stdout.contains(
-            "stdout (string values shown as their length; --show-secrets shows them):\n  | {\"kind\""
+            "stdout (string values, and every value under auth, shown as their length; --show-secrets shows them):\n  | {\"kind\""
         ),
         "{}",
         text.stdout
@@ -859,6 +859,46 @@ fn secret_env_values_are_hidden_but_reach_the_plugin() {
     );
     assert!(
         shown.stdout.contains("session-token-Q9"),
+        "{}",
+        shown.stdout
+    );
+}
+
+/// A password that is a number (or a boolean) is as secret as a string: under `auth` every
+/// scalar is shown as its type and length unless `--show-secrets`; elsewhere numbers stay (a
+/// numeric `cacheDuration` is what the kubelet refuses, and worth seeing).
+#[test]
+fn non_string_credentials_are_shown_as_their_type_and_length() {
+    if kcp_testkit::skip_on_windows(
+        "non_string_credentials_are_shown_as_their_type_and_length",
+        "its fake plugins are shell scripts",
+    ) {
+        return;
+    }
+    let s = Setup::new(
+        &answering(&response(
+            r#""cacheKeyType":"Image","auth":{"e.example.com":{"username":true,"password":987654321}}"#,
+        )),
+        "",
+    );
+    let run = s.run(&[]);
+    assert!(!run.stdout.contains("987654321"), "{}", run.stdout);
+    let p = assert_fails_with(
+        &run,
+        "error decoding credential provider plugin response from stdout",
+    );
+    assert_eq!(
+        p["stdout"],
+        format!(
+            r#"{{"kind":"CredentialProviderResponse","apiVersion":"{V1}","cacheKeyType":"Image","auth":{{"e.example.com":{{"username":"<boolean: 4 chars>","password":"<number: 9 chars>"}}}}}}"#
+        )
+    );
+    let shown = s.run(&["--show-secrets"]);
+    assert!(
+        first(&shown)["stdout"]
+            .as_str()
+            .unwrap()
+            .contains(r#""password":987654321"#),
         "{}",
         shown.stdout
     );

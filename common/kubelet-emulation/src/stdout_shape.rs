@@ -119,8 +119,10 @@ fn length(value: &str) -> String {
 
 /// A plugin's stdout made safe to show: a JSON document is written back compactly with every
 /// string value replaced by `"<N chars>"` (except the protocol's public words under a top-level
-/// `kind`, `apiVersion` or `cacheKeyType`, and a valid Go duration under `cacheDuration`), keys
-/// and every other value kept, duplicates included. Text that is not exactly one JSON document is
+/// `kind`, `apiVersion` or `cacheKeyType`, and a valid Go duration under `cacheDuration`), and
+/// every other scalar under the top-level `auth` (a number or boolean where a password belongs is
+/// a secret too) by its type and length (`"<number: 6 chars>"`); keys and every other value kept,
+/// duplicates included. Text that is not exactly one JSON document is
 /// shown as its byte length only: any of it could be a secret.
 pub fn redacted(stdout: &[u8]) -> String {
     if stdout.iter().all(u8::is_ascii_whitespace) {
@@ -129,7 +131,7 @@ pub fn redacted(stdout: &[u8]) -> String {
     match serde_json::from_slice::<Json>(stdout) {
         Ok(json) => {
             let mut out = String::new();
-            write_redacted(&json, true, &mut out);
+            write_redacted(&json, Depth::Top, &mut out);
             out
         }
         Err(_) => format!(
@@ -139,20 +141,46 @@ pub fn redacted(stdout: &[u8]) -> String {
     }
 }
 
-fn write_redacted(json: &Json, top: bool, out: &mut String) {
+/// Where a value stands, which decides what of it is shown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Depth {
+    /// The document itself.
+    Top,
+    /// Under the top-level `auth`: credentials, whatever their JSON type.
+    Auth,
+    /// Anywhere else.
+    Other,
+}
+
+fn write_redacted(json: &Json, depth: Depth, out: &mut String) {
     let quoted = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".to_owned());
+    // What a non-string credential shows: its JSON type and length, as a string shows its length.
+    let typed = |kind: &str, text: &str| {
+        quoted(&format!(
+            "<{kind}: {}>",
+            length(text).trim_start_matches('<').trim_end_matches('>')
+        ))
+    };
     match json {
+        Json::Null if depth == Depth::Auth => out.push_str(&typed("null", "null")),
+        Json::Bool(b) if depth == Depth::Auth => out.push_str(&typed("boolean", &b.to_string())),
+        Json::Number(n) if depth == Depth::Auth => out.push_str(&typed("number", &n.to_string())),
         Json::Null => out.push_str("null"),
         Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Json::Number(n) => out.push_str(&n.to_string()),
         Json::String(s) => out.push_str(&quoted(&length(s))),
         Json::Array(items) => {
             out.push('[');
+            let inner = if depth == Depth::Auth {
+                Depth::Auth
+            } else {
+                Depth::Other
+            };
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
-                write_redacted(item, false, out);
+                write_redacted(item, inner, out);
             }
             out.push(']');
         }
@@ -164,9 +192,13 @@ fn write_redacted(json: &Json, top: bool, out: &mut String) {
                 }
                 out.push_str(&quoted(key));
                 out.push(':');
-                match value {
-                    Json::String(s) if top && public_member(key, s) => out.push_str(&quoted(s)),
-                    _ => write_redacted(value, false, out),
+                match (depth, value) {
+                    (Depth::Top, Json::String(s)) if public_member(key, s) => {
+                        out.push_str(&quoted(s))
+                    }
+                    (Depth::Top, _) if key == "auth" => write_redacted(value, Depth::Auth, out),
+                    (Depth::Auth, _) => write_redacted(value, Depth::Auth, out),
+                    _ => write_redacted(value, Depth::Other, out),
                 }
             }
             out.push('}');
@@ -488,7 +520,13 @@ mod tests {
         let doc = br#"{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"hunter2","cacheDuration":"5m0s","auth":{"e.example.com":"hunter2-topsecret","a.io":{"username":"Image","password":"p\u00e4ss","n":[1,true,null]}},"x":{"kind":"Image"}}"#;
         assert_eq!(
             redacted(doc),
-            r#"{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"<7 chars>","cacheDuration":"5m0s","auth":{"e.example.com":"<17 chars>","a.io":{"username":"<5 chars>","password":"<4 chars>","n":[1,true,null]}},"x":{"kind":"<5 chars>"}}"#
+            r#"{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1","cacheKeyType":"<7 chars>","cacheDuration":"5m0s","auth":{"e.example.com":"<17 chars>","a.io":{"username":"<5 chars>","password":"<4 chars>","n":["<number: 1 char>","<boolean: 4 chars>","<null: 4 chars>"]}},"x":{"kind":"<5 chars>"}}"#
+        );
+        // A password that is a number or a boolean is as secret as a string one; a number
+        // anywhere else (a wrong-typed cacheDuration) is shown, it is what the kubelet refuses.
+        assert_eq!(
+            redacted(br#"{"cacheDuration":3600,"auth":{"a.io":{"username":-125000,"password":123456}},"n":[7,false]}"#),
+            r#"{"cacheDuration":3600,"auth":{"a.io":{"username":"<number: 7 chars>","password":"<number: 6 chars>"}},"n":[7,false]}"#
         );
         assert_eq!(
             redacted(br#"{"password":"a","password":"b"}"#),

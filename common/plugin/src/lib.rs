@@ -16,6 +16,7 @@
 //! - [`token_cache`]: the opt-in on-disk token cache shared by concurrent and later execs.
 //! - [`metrics`]: the opt-in Prometheus textfile every exec adds its outcome to.
 //! - [`jwt`]: unverified JWT claims (expiry, service-account identity).
+//! - [`signing`]: what hand-signed requests share (RFC 3986 encoding, hex SHA-256).
 //! - [`time`]: dates servers send (HTTP `Date`, RFC 3339) and Unix seconds, one calendar routine.
 //! - [`logging`]: leveled, one-line stderr logging.
 //!
@@ -34,6 +35,7 @@ pub mod retry;
 pub mod runner;
 pub mod safe_file;
 pub mod settings;
+pub mod signing;
 pub mod time;
 pub mod tls;
 pub mod token_cache;

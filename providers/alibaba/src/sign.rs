@@ -16,7 +16,7 @@
 use std::fmt::Write as _;
 use std::time::SystemTime;
 
-use ring::{digest, hmac};
+use ring::hmac;
 
 use crate::credentials::AccessKey;
 
@@ -106,20 +106,10 @@ pub fn headers(
     headers
 }
 
-/// RFC 3986 percent-encoding as the signature wants it: `A-Z a-z 0-9 - _ . ~` kept, every other
-/// byte of the UTF-8 text `%XX` in upper case (so a space is `%20`, never `+`). The URL sent
-/// must use the same encoding as the canonical request, so `api` builds its query with it too.
-pub fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            let _ = write!(out, "%{byte:02X}");
-        }
-    }
-    out
-}
+/// RFC 3986 percent-encoding as the signature wants it (shared with the X.509 SigV4 of ECR's
+/// IAM Roles Anywhere). The URL sent must use the same encoding as the canonical request, so
+/// `api` builds its query with it too.
+pub use kcp_plugin::signing::percent_encode;
 
 /// The canonical query string: each name and value [`percent_encode`]d, pairs sorted by encoded
 /// name then encoded value (repeated names), joined as `k=v` with `&`; an empty value is `k=`.
@@ -192,10 +182,8 @@ pub fn nonce() -> String {
     format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
-/// Lower-case hex SHA-256 of `bytes` (`x-acs-content-sha256`, the hashed canonical request).
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    kcp_kubelet::hex::encode(digest::digest(&digest::SHA256, bytes).as_ref())
-}
+/// Lower-case hex SHA-256 (`x-acs-content-sha256`, the hashed canonical request).
+pub use kcp_plugin::signing::sha256_hex;
 
 #[cfg(test)]
 mod tests;

@@ -113,22 +113,9 @@ pub fn canonical_request(
 }
 
 /// RFC 3986 percent-encoding of everything but the unreserved characters, as SigV4 wants.
-pub fn uri_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
+pub use kcp_plugin::signing::percent_encode as uri_encode;
 /// Lower-case hex SHA-256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    kcp_kubelet::hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
-}
+pub use kcp_plugin::signing::sha256_hex;
 
 #[cfg(test)]
 mod tests {
