@@ -152,18 +152,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.argv = std::iter::once(path.display().to_string())
         .chain(p.args.iter().cloned())
         .collect();
-    out.env = p
-        .env
-        .iter()
-        .map(|(name, value)| {
-            let shown = if is_secret_variable(name) {
-                secret(value, opts.show_secrets)
-            } else {
-                value.clone()
-            };
-            (name.clone(), shown)
-        })
-        .collect();
+    out.env = shown_env(&p.env, opts.show_secrets);
 
     // Token mode (KEP-4412, docs/kubelet-contract.md “Service-account tokens”): what the kubelet
     // sends, or why it does not run the plugin.
@@ -220,15 +209,7 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     out.elapsed = outcome.elapsed;
     out.redacted = !opts.show_secrets;
     // What the checker knows to be secret; passwords are added once the answer is decoded.
-    let mut known: Vec<&str> = token
-        .into_iter()
-        .chain(
-            p.env
-                .iter()
-                .filter(|(name, _)| is_secret_variable(name))
-                .map(|(_, value)| value.as_str()),
-        )
-        .collect();
+    let mut known: Vec<&str> = token.into_iter().chain(secret_values(&p.env)).collect();
     out.stderr = hide_known(&outcome.stderr_text(), &known, opts.show_secrets);
     out.stdout = if opts.show_secrets {
         outcome.stdout_text()
@@ -416,6 +397,27 @@ pub fn is_secret_variable(name: &str) -> bool {
         && ["SECRET", "TOKEN", "PASSWORD", "PASSWD"]
             .iter()
             .any(|word| upper.contains(word))
+}
+
+/// The config's `env` as `run` shows it: secret variables' values [`REDACTED`] unless shown.
+fn shown_env(env: &[(String, String)], show: bool) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(name, value)| {
+            let shown = if is_secret_variable(name) {
+                secret(value, show)
+            } else {
+                value.clone()
+            };
+            (name.clone(), shown)
+        })
+        .collect()
+}
+
+/// The values of the config's secret `env` variables, hidden wherever the plugin repeats them.
+fn secret_values(env: &[(String, String)]) -> impl Iterator<Item = &str> {
+    env.iter()
+        .filter(|(name, _)| is_secret_variable(name))
+        .map(|(_, value)| value.as_str())
 }
 
 fn secret(value: &str, show: bool) -> String {

@@ -213,6 +213,92 @@ pub async fn send(
     send_with(http, call, key, deadline, RetryPolicy::DEFAULT).await
 }
 
+/// An attempt that is not a 2xx.
+enum Miss {
+    /// An answer another try may get past.
+    Transient(HttpResponse),
+    /// An answer that is final.
+    Final(HttpResponse),
+    /// No answer.
+    Failed(HttpError),
+}
+
+/// What every attempt of one call sends: built once, signed anew each time.
+struct Prepared {
+    url: Url,
+    host: String,
+    method: Method,
+    body: Vec<u8>,
+    content_type: Option<&'static str>,
+}
+
+impl Prepared {
+    /// The URL, `Host`, method and body of `call`, or why its endpoint cannot be used.
+    fn new(call: &ApiCall<'_>) -> Result<Prepared, ApiError> {
+        let endpoint_error = |why: String| ApiError::Endpoint {
+            what: call.what.to_owned(),
+            why,
+        };
+        let url = request_url(call).map_err(endpoint_error)?;
+        let host = host_header(&url).map_err(endpoint_error)?;
+        let method = Method::from_bytes(call.method.as_bytes())
+            .map_err(|_| endpoint_error(format!("{:?} is not an HTTP method", call.method)))?;
+        Ok(Prepared {
+            url,
+            host,
+            method,
+            body: form_body(call.form),
+            content_type: (!call.form.is_empty()).then_some(FORM_CONTENT_TYPE),
+        })
+    }
+
+    /// One attempt, with a fresh date and nonce (a replayed nonce is refused).
+    async fn attempt(
+        &self,
+        http: &HttpClient,
+        call: &ApiCall<'_>,
+        key: Option<&AccessKey>,
+        deadline: Deadline,
+    ) -> Result<HttpResponse, Miss> {
+        let signed = sign::headers(
+            &sign::Request {
+                method: self.method.as_str(),
+                host: &self.host,
+                path: call.path,
+                query: call.query,
+                action: call.action,
+                version: call.version,
+                body: &self.body,
+                content_type: self.content_type,
+            },
+            key,
+            SystemTime::now(),
+            &sign::nonce(),
+        );
+        let headers: Vec<(&str, &str)> = signed
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let sent = (!self.body.is_empty()).then(|| self.body.clone());
+        match http
+            .fetch(
+                Route::Internet,
+                self.method.clone(),
+                &self.url,
+                &headers,
+                sent,
+                deadline,
+            )
+            .await
+        {
+            Ok(answer) if (200..300).contains(&answer.status) => Ok(answer),
+            Ok(answer) if is_transient(answer.status, &answer.body) => Err(Miss::Transient(answer)),
+            Ok(answer) => Err(Miss::Final(answer)),
+            Err(error) => Err(Miss::Failed(error)),
+        }
+    }
+}
+
 /// [`send`] under `policy` (tests use short waits).
 pub(crate) async fn send_with(
     http: &HttpClient,
@@ -221,25 +307,7 @@ pub(crate) async fn send_with(
     deadline: Deadline,
     policy: RetryPolicy,
 ) -> Result<HttpResponse, ApiError> {
-    /// An attempt that is not a 2xx.
-    enum Miss {
-        /// An answer another try may get past.
-        Transient(HttpResponse),
-        /// An answer that is final.
-        Final(HttpResponse),
-        /// No answer.
-        Failed(HttpError),
-    }
-    let endpoint_error = |why: String| ApiError::Endpoint {
-        what: call.what.to_owned(),
-        why,
-    };
-    let url = request_url(call).map_err(endpoint_error)?;
-    let host = host_header(&url).map_err(endpoint_error)?;
-    let method = Method::from_bytes(call.method.as_bytes())
-        .map_err(|_| endpoint_error(format!("{:?} is not an HTTP method", call.method)))?;
-    let body = form_body(call.form);
-    let content_type = (!call.form.is_empty()).then_some(FORM_CONTENT_TYPE);
+    let prepared = Prepared::new(call)?;
     let attempts = Cell::new(0);
     let result = retry(
         policy,
@@ -264,41 +332,7 @@ pub(crate) async fn send_with(
         },
         |attempt| {
             attempts.set(attempt);
-            // A fresh date and nonce for every attempt: a replayed nonce is refused.
-            let signed = sign::headers(
-                &sign::Request {
-                    method: method.as_str(),
-                    host: &host,
-                    path: call.path,
-                    query: call.query,
-                    action: call.action,
-                    version: call.version,
-                    body: &body,
-                    content_type,
-                },
-                key,
-                SystemTime::now(),
-                &sign::nonce(),
-            );
-            let (method, url, body) = (method.clone(), &url, &body);
-            async move {
-                let headers: Vec<(&str, &str)> = signed
-                    .iter()
-                    .map(|(name, value)| (name.as_str(), value.as_str()))
-                    .collect();
-                let sent = (!body.is_empty()).then(|| body.clone());
-                match http
-                    .fetch(Route::Internet, method, url, &headers, sent, deadline)
-                    .await
-                {
-                    Ok(answer) if (200..300).contains(&answer.status) => Ok(answer),
-                    Ok(answer) if is_transient(answer.status, &answer.body) => {
-                        Err(Miss::Transient(answer))
-                    }
-                    Ok(answer) => Err(Miss::Final(answer)),
-                    Err(error) => Err(Miss::Failed(error)),
-                }
-            }
+            prepared.attempt(http, call, key, deadline)
         },
     )
     .await;
