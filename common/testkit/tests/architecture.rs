@@ -1,0 +1,176 @@
+//! The house's structure (issue #36): no import circle between sibling modules, and no
+//! production function over 100 lines. Both checks read the workspace's sources with `syn`;
+//! the tests below run them on this repository and on small crates made for the purpose,
+//! which proves each one can fail.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
+
+mod architecture {
+    pub mod functions;
+    pub mod imports;
+    pub mod sources;
+}
+
+use std::path::{Path, PathBuf};
+
+use architecture::functions::{MAX_FUNCTION_LINES, long_functions};
+use architecture::imports::circles;
+use architecture::sources::crates;
+use kcp_testkit::TempDir;
+
+/// The repository root: this crate is `common/testkit`.
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn no_import_circle_between_sibling_modules() {
+    let found = circles(&crates(&repo()));
+    assert!(
+        found.is_empty(),
+        "modules that name each other (move what both need into a lower module, or down into the \
+         one that names it):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn no_production_function_is_over_100_lines() {
+    let long = long_functions(&crates(&repo()));
+    assert!(
+        long.is_empty(),
+        "production functions over {MAX_FUNCTION_LINES} lines (split each into named steps):\n  {}",
+        long.join("\n  ")
+    );
+}
+
+/// Writes `text` to `root/relative`, creating directories.
+fn write(root: &Path, relative: &str, text: &str) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A workspace with one crate, `member`.
+fn workspace(root: &Path, member: &str) {
+    write(
+        root,
+        "Cargo.toml",
+        &format!("[workspace]\nmembers = [\"{member}\", \"common/testkit\"]\n"),
+    );
+}
+
+#[test]
+fn circles_are_found_through_uses_paths_and_reexports() {
+    let tmp = TempDir::new("arch-circles");
+    let root = tmp.path();
+    workspace(root, "x");
+    write(
+        root,
+        "x/src/lib.rs",
+        "mod a;\nmod b;\nmod c;\nmod d;\nmod e;\npub use e::Thing;\n#[cfg(test)]\nmod tests;\n",
+    );
+    // a ↔ b through `use` lines; c → d through a code path, d → c through a re-export.
+    write(root, "x/src/a.rs", "use crate::b::B;\npub struct A;\n");
+    write(root, "x/src/b.rs", "use super::{a::A, c};\npub struct B;\n");
+    write(root, "x/src/c.rs", "pub fn c() { crate::d::d(); }\n");
+    write(
+        root,
+        "x/src/d.rs",
+        "pub fn d() {}\npub fn t(_: crate::Thing) {}\n",
+    );
+    // e → c only from test code, and its child names its parent: neither is an edge.
+    write(
+        root,
+        "x/src/e.rs",
+        "mod inner;\npub struct Thing;\n#[cfg(test)]\nmod tests { use crate::c; }\n\
+         impl Thing { #[cfg(any(test, fuzzing))] fn f() { crate::c::c(); } }\n",
+    );
+    write(root, "x/src/e/inner.rs", "use super::Thing;\n");
+    // The test kit is never production, whatever it names.
+    write(root, "common/testkit/src/lib.rs", "mod p;\nmod q;\n");
+    write(
+        root,
+        "common/testkit/src/p.rs",
+        "use crate::q::Q;\npub struct P;\n",
+    );
+    write(
+        root,
+        "common/testkit/src/q.rs",
+        "use crate::p::P;\npub struct Q;\n",
+    );
+    assert_eq!(
+        circles(&crates(root)),
+        ["x (lib): under crate: a → b (x/src/a.rs:1), b → a (x/src/b.rs:1)"]
+    );
+
+    // Nested siblings are found under their parent; `e → c` from d's re-export closes d ↔ e? No:
+    // e names nothing, so c → d → e stays a chain. Now make e name d.
+    write(
+        root,
+        "x/src/e.rs",
+        "mod inner;\npub struct Thing;\npub fn e() { crate::d::d(); }\n",
+    );
+    write(
+        root,
+        "x/src/e/inner.rs",
+        "mod deep;\nmod low;\npub use low::L;\n",
+    );
+    write(root, "x/src/e/inner/deep.rs", "pub fn f(_: super::L) {}\n");
+    write(
+        root,
+        "x/src/e/inner/low.rs",
+        "pub struct L;\npub fn g() { super::deep::f(L) }\n",
+    );
+    assert_eq!(
+        circles(&crates(root)),
+        [
+            "x (lib): under crate: a → b (x/src/a.rs:1), b → a (x/src/b.rs:1)",
+            "x (lib): under crate: d → e (x/src/d.rs:2), e → d (x/src/e.rs:3)",
+            "x (lib): under crate::e::inner: deep → low (x/src/e/inner/deep.rs:1), low → deep (x/src/e/inner/low.rs:2)",
+        ]
+    );
+}
+
+#[test]
+fn long_functions_counts_fn_to_closing_brace_in_production_code_only() {
+    let tmp = TempDir::new("arch-long");
+    let root = tmp.path();
+    workspace(root, "y");
+    let body = |name: &str, lines: usize| {
+        // `fn` line + (lines - 2) body lines + closing brace = `lines` lines.
+        format!(
+            "fn {name}() {{\n{}}}\n",
+            "    let _ = 1;\n".repeat(lines - 2)
+        )
+    };
+    let doc = "/// A doc comment does not count.\n".repeat(20);
+    write(
+        root,
+        "y/src/main.rs",
+        &format!(
+            "mod m;\n{doc}{}{}#[cfg(test)]\n{}",
+            body("fits", MAX_FUNCTION_LINES),
+            body("over", MAX_FUNCTION_LINES + 1),
+            body("test_only", 500)
+        ),
+    );
+    write(
+        root,
+        "y/src/m.rs",
+        &format!(
+            "struct S;\nimpl S {{\n{}}}\ntrait T {{\n{}}}\n#[cfg(test)]\nmod tests {{\n{}}}\n",
+            body("method", 150),
+            body("provided", 101),
+            body("in_tests", 300)
+        ),
+    );
+    write(root, "common/testkit/src/lib.rs", &body("kit", 400));
+    assert_eq!(
+        long_functions(&crates(root)),
+        [
+            "y/src/m.rs: method 150 lines",
+            "y/src/m.rs: provided 101 lines",
+            "y/src/main.rs: over 101 lines",
+        ]
+    );
+}

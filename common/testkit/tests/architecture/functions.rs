@@ -1,0 +1,86 @@
+//! Function length: no production function over [`MAX_FUNCTION_LINES`] lines, counted from
+//! `fn` to the closing brace (doc comments and attributes above it apart), so each one can
+//! be read on one screen. A nested function counts in its parent and on its own.
+
+use syn::visit::Visit;
+
+use super::sources::{Crate, test_only};
+
+/// Most lines a production function may span.
+pub const MAX_FUNCTION_LINES: usize = 100;
+
+/// Every production function over the limit, as `file: name N lines`, sorted.
+pub fn long_functions(crates: &[Crate]) -> Vec<String> {
+    let mut long = Vec::new();
+    for krate in crates {
+        for module in &krate.modules {
+            let mut finder = Finder {
+                file: &module.file,
+                long: &mut long,
+            };
+            for item in &module.items {
+                // Child modules are modules of their own in `krate.modules`.
+                if !matches!(item, syn::Item::Mod(_)) {
+                    finder.visit_item(item);
+                }
+            }
+        }
+    }
+    long.sort();
+    long.dedup();
+    long
+}
+
+/// Walks items and records the long functions it meets.
+struct Finder<'a> {
+    file: &'a str,
+    long: &'a mut Vec<String>,
+}
+
+impl Finder<'_> {
+    fn check(&mut self, sig: &syn::Signature, body: &syn::Block) {
+        let first = sig.fn_token.span.start().line;
+        let last = body.brace_token.span.close().end().line;
+        let lines = last + 1 - first;
+        if lines > MAX_FUNCTION_LINES {
+            self.long
+                .push(format!("{}: {} {lines} lines", self.file, sig.ident));
+        }
+    }
+}
+
+impl<'ast> Visit<'ast> for Finder<'_> {
+    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
+        if !test_only(&item.attrs) {
+            self.check(&item.sig, &item.block);
+            syn::visit::visit_item_fn(self, item);
+        }
+    }
+
+    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
+        if !test_only(&item.attrs) {
+            self.check(&item.sig, &item.block);
+            syn::visit::visit_impl_item_fn(self, item);
+        }
+    }
+
+    fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
+        if let (false, Some(body)) = (test_only(&item.attrs), &item.default) {
+            self.check(&item.sig, body);
+            syn::visit::visit_trait_item_fn(self, item);
+        }
+    }
+
+    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
+        // A module inside a function body (rare) is read with it; test-only ones are not.
+        if !test_only(&module.attrs) {
+            syn::visit::visit_item_mod(self, module);
+        }
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if !test_only(&item.attrs) {
+            syn::visit::visit_item_impl(self, item);
+        }
+    }
+}
