@@ -52,8 +52,10 @@ pub fn validation_json(config: &Config, v: &Validation) -> Value {
         "valid": v.valid(),
         "config": config_json(config),
         "kubeletError": v.kubelet_message(),
+        "kubeletExit": v.kubelet_exit().map(|e| e.status),
         "errors": findings_json(&v.errors),
         "registrationErrors": findings_json(&v.registration),
+        "registrationFatal": v.fatal.as_ref().map(|f| f.message.clone()),
         "argumentErrors": findings_json(&v.arguments),
         "warnings": findings_json(&v.warnings),
         "notes": findings_json(&v.notes),
@@ -110,7 +112,7 @@ pub fn validation_human(config: &Config, v: &Validation) -> String {
     for f in &v.errors {
         let _ = writeln!(s, "error: {}", f.message);
     }
-    for f in &v.registration {
+    for f in v.registration.iter().chain(&v.fatal) {
         let _ = writeln!(s, "error: {}", f.message);
     }
     for f in &v.arguments {
@@ -122,10 +124,20 @@ pub fn validation_human(config: &Config, v: &Validation) -> String {
     for f in &v.notes {
         let _ = writeln!(s, "note{}: {}", who(f), f.message);
     }
-    if let Some(m) = v.kubelet_message() {
+    let exit = v.kubelet_exit();
+    if let Some(m) = v
+        .kubelet_message()
+        .or_else(|| v.fatal.as_ref().map(|f| f.message.clone()))
+    {
         let _ = writeln!(s, "kubelet would log: {m}");
     }
-    if v.valid() {
+    if let Some(exit) = exit.as_ref().filter(|e| e.status != 1) {
+        let _ = writeln!(
+            s,
+            "result: INVALID (the kubelet passes validation, then dies at registration with exit status {})",
+            exit.status
+        );
+    } else if v.valid() {
         let _ = writeln!(s, "result: valid");
     } else if v.ok() {
         let _ = writeln!(

@@ -296,3 +296,105 @@ fn run_judges_the_config_as_the_given_kubelet_before_any_exec() {
     assert_eq!(new.code, 0, "{}", new.stdout);
     assert!(marker.exists());
 }
+
+/// Two providers named `p` in one file, each with every field it needs.
+fn twice() -> String {
+    v1_config(&(provider("") + &provider("")))
+}
+
+#[test]
+fn a_repeated_name_kills_kubelets_before_1_33_at_registration() {
+    for v in ["1.26", "1.32", "v1.32.4"] {
+        let (code, err, report) = judge(&twice(), &version(v));
+        assert_eq!((code, err), (1, None), "{v}: validation passes: {report}");
+        assert_eq!(report["valid"], false, "{v}");
+        assert_eq!(report["kubeletExit"], 255, "{v}");
+        assert_eq!(
+            report["registrationFatal"], "Credential provider \"p\" was registered twice",
+            "{v}"
+        );
+        assert_eq!(report["errors"], serde_json::json!([]), "{v}");
+    }
+    // For people: the line the kubelet dies with and its exit status.
+    let dir = TempDir::new("versions-twice");
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, twice()).unwrap();
+    let run = check([
+        "validate",
+        "--config",
+        path.to_str().unwrap(),
+        "--kubelet-version",
+        "1.32",
+    ]);
+    assert_eq!(run.code, 1);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    for want in [
+        "error: Credential provider \"p\" was registered twice",
+        "kubelet would log: Credential provider \"p\" was registered twice",
+        "result: INVALID (the kubelet passes validation, then dies at registration with exit status 255)",
+    ] {
+        assert!(
+            lines.contains(&want),
+            "{want:?} missing from:\n{}",
+            run.stdout
+        );
+    }
+}
+
+#[test]
+fn a_missing_binary_before_the_repeat_stops_a_1_32_kubelet_first() {
+    let dir = TempDir::new("versions-twice-bin");
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, twice()).unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let args = |bin: &Path| {
+        let mut args = vec!["--kubelet-version".to_owned(), "1.32".into()];
+        args.extend(["--bin-dir".into(), bin.display().to_string()]);
+        args
+    };
+    let run = validate_as(
+        &path,
+        &args(&bin).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let report = run.json();
+    assert_eq!(
+        (run.code, &report["kubeletExit"]),
+        (1, &serde_json::json!(1))
+    );
+    assert_eq!(report["registrationFatal"], serde_json::Value::Null);
+    // With the binary in place, the second `p` is what stops it.
+    write_script(&bin.join(common::exe("p")), "exit 0");
+    let run = validate_as(
+        &path,
+        &args(&bin).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let report = run.json();
+    assert_eq!(
+        (run.code, &report["kubeletExit"]),
+        (1, &serde_json::json!(255))
+    );
+    assert_eq!(report["registrationErrors"], serde_json::json!([]));
+}
+
+#[test]
+fn a_repeated_name_fails_1_33_validation_and_the_1_34_reader() {
+    let (code, err, report) = judge(&twice(), &version("1.33"));
+    assert_eq!(code, 1);
+    assert_eq!(
+        err.as_deref(),
+        Some(
+            "failed to validate credential provider config: providers.name: Duplicate value: \"p\""
+        )
+    );
+    assert_eq!(report["kubeletExit"], 1);
+    assert_eq!(report["registrationFatal"], serde_json::Value::Null);
+    // From 1.34 the reader refuses it, in one file as in a directory, before any validation;
+    // without a version the newest kubelet is judged.
+    let reader = "duplicate provider name \"p\" found in configuration file(s)";
+    for extra in [&version("1.34")[..], &version("1.37"), &[]] {
+        let (code, err, report) = judge(&twice(), extra);
+        assert_eq!((code, err.as_deref()), (1, Some(reader)), "{extra:?}");
+        assert_eq!(report["loadError"]["message"], reader, "{extra:?}");
+    }
+}

@@ -73,10 +73,23 @@ fn rules_02_to_05_provider_names() {
 
 #[test]
 fn rule_06_duplicate_names() {
+    // Only 1.33 reaches this rule: 1.34+ refuses the name while reading the config, older
+    // kubelets at registration (tests/kubelet_versions.rs).
     let providers = provider("foobar", V1, "") + &provider("foobar", V1, "");
-    assert_only_error(
-        &v1_config(&providers),
-        "providers.name: Duplicate value: \"foobar\"",
+    let dir = TempDir::new("rules");
+    let path = dir.path().join("config.yaml");
+    std::fs::write(&path, v1_config(&providers)).unwrap();
+    let report =
+        common::validate_with(&path, &["--kubelet-version".as_ref(), "1.33".as_ref()]).json();
+    assert_eq!(
+        report["kubeletError"],
+        "failed to validate credential provider config: providers.name: Duplicate value: \"foobar\""
+    );
+    let (code, _, report) = errors_of(&v1_config(&providers));
+    assert_eq!(code, 1);
+    assert_eq!(
+        report["kubeletError"],
+        "duplicate provider name \"foobar\" found in configuration file(s)"
     );
 }
 

@@ -89,7 +89,7 @@ pub fn validate_bin_dir(path: &Path, bin: &Path) -> Run {
 }
 
 /// `validate --output json --config PATH EXTRA`.
-fn validate_with(path: &Path, extra: &[&OsStr]) -> Run {
+pub fn validate_with(path: &Path, extra: &[&OsStr]) -> Run {
     let mut args: Vec<&OsStr> = vec![
         "validate".as_ref(),
         "--output".as_ref(),

@@ -140,37 +140,40 @@ pub fn load_for(path: &Path, kubelet: &Kubelet) -> Result<Config, LoadError> {
             ),
         )
     })?;
-    if !meta.is_dir() {
-        let providers = load_file_for(path, kubelet)?;
-        return Ok(Config {
-            files: vec![path.to_path_buf()],
-            directory: false,
-            providers,
-        });
-    }
-    let files = config_files(path)?;
+    let directory = meta.is_dir();
+    let files = if directory {
+        config_files(path)?
+    } else {
+        vec![path.to_path_buf()]
+    };
     let mut config = Config {
         files: files.clone(),
-        directory: true,
+        directory,
         providers: Vec::new(),
     };
     for file in &files {
         config.providers.extend(load_file_for(file, kubelet)?);
     }
-    // The directory merge rejects repeated names before validation runs.
-    let mut seen = std::collections::HashSet::new();
-    for p in &config.providers {
-        if !seen.insert(p.name.as_str()) {
-            return Err(LoadError::new(
-                Some(&p.source),
-                format!(
-                    "duplicate provider name {:?} found in configuration file(s)",
-                    p.name
-                ),
-            ));
-        }
+    if kubelet.knows(Feature::DuplicateNameOnRead) {
+        refuse_repeated_names(&config.providers)?;
     }
     Ok(config)
+}
+
+/// The 1.34+ reader merges every file's providers and refuses a repeated name before validation
+/// runs, in a single file as across a directory.
+fn refuse_repeated_names(providers: &[Provider]) -> Result<(), LoadError> {
+    let mut seen = std::collections::HashSet::new();
+    match providers.iter().find(|p| !seen.insert(p.name.as_str())) {
+        Some(p) => Err(LoadError::new(
+            Some(&p.source),
+            format!(
+                "duplicate provider name {:?} found in configuration file(s)",
+                p.name
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The files a 1.34+ kubelet reads from `dir`: regular entries ending exactly in `.json`,

@@ -39,6 +39,14 @@ pub enum Feature {
     CacheType,
     /// `--image-credential-provider-config` may name a directory of files.
     ConfigDirectory,
+    /// Validation refuses a repeated provider name (`providers.name: Duplicate value`); older
+    /// kubelets pass it and die at registration (`Credential provider "p" was registered twice`,
+    /// exit 255).
+    DuplicateNameRule,
+    /// The config reader refuses a repeated provider name, in one file or across a directory's
+    /// files, before validation runs (`duplicate provider name "p" found in configuration
+    /// file(s)`).
+    DuplicateNameOnRead,
     /// Validation messages without the older repeated detail (`Required value` instead of
     /// `Required value: apiVersion is required`).
     TerseMessages,
@@ -86,6 +94,8 @@ pub const TABLE: &[Row] = &[
     Row { feature: Feature::CacheType, since: 34, gate: None },
     Row { feature: Feature::ConfigDirectory, since: 34, gate: None },
     Row { feature: Feature::TerseMessages, since: 34, gate: None },
+    Row { feature: Feature::DuplicateNameRule, since: 33, gate: None },
+    Row { feature: Feature::DuplicateNameOnRead, since: 34, gate: None },
 ];
 
 /// The gates the table knows.
@@ -267,6 +277,8 @@ mod tests {
             Feature::CacheType,
             Feature::ConfigDirectory,
             Feature::TerseMessages,
+            Feature::DuplicateNameRule,
+            Feature::DuplicateNameOnRead,
         ] {
             assert_eq!(TABLE.iter().filter(|r| r.feature == f).count(), 1, "{f:?}");
         }

@@ -11,7 +11,9 @@ use std::path::Path;
 
 use kcp_kubelet::matching::{MatchOutcome, Side, explain, match_image};
 
-use crate::config::{Config, Provider};
+use kcp_kubelet::duration::GoDuration;
+
+use crate::config::{Config, Provider, TokenAttributes};
 use crate::kubelet_version::{Feature, Kubelet, SA_TOKEN_GATE};
 
 /// The provider API versions, sorted as the kubelet's message lists them, with the table row
@@ -44,6 +46,9 @@ pub struct Validation {
     pub errors: Vec<Finding>,
     /// Registration errors on the bin dir (the kubelet exits 1 on start).
     pub registration: Vec<Finding>,
+    /// What kills a kubelet before 1.33 at registration, once validation and every earlier
+    /// binary passed: a repeated provider name (`klog.Fatalf`, exit status 255).
+    pub fatal: Option<Finding>,
     /// Accepted by the kubelet, but never works.
     pub warnings: Vec<Finding>,
     /// Fine, but worth knowing (version requirements).
@@ -56,7 +61,7 @@ pub struct Validation {
 impl Validation {
     /// True when a kubelet would start with this config.
     pub fn ok(&self) -> bool {
-        self.errors.is_empty() && self.registration.is_empty()
+        self.errors.is_empty() && self.registration.is_empty() && self.fatal.is_none()
     }
 
     /// True when a kubelet would start with this config and none of this project's providers
@@ -69,6 +74,34 @@ impl Validation {
     pub fn kubelet_message(&self) -> Option<String> {
         aggregate(&self.errors)
     }
+
+    /// How a kubelet given this config stops at start-up, if it does: validation errors and
+    /// bin-dir checks make it return an error (exit 1), a repeated name on a kubelet before 1.33
+    /// makes it die at registration (exit 255).
+    pub fn kubelet_exit(&self) -> Option<KubeletExit> {
+        if let Some(line) = self.kubelet_message() {
+            return Some(KubeletExit { status: 1, line });
+        }
+        if let Some(first) = self.registration.first() {
+            return Some(KubeletExit {
+                status: 1,
+                line: first.message.clone(),
+            });
+        }
+        self.fatal.as_ref().map(|f| KubeletExit {
+            status: 255,
+            line: f.message.clone(),
+        })
+    }
+}
+
+/// A kubelet that stops at start-up: its exit status and the line that says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KubeletExit {
+    /// 1 when registration returns an error, 255 when `klog.Fatalf` ends the process.
+    pub status: i32,
+    /// The error it logs.
+    pub line: String,
 }
 
 /// The kubelet's aggregate: one message as is, several in brackets, duplicates folded.
@@ -135,7 +168,40 @@ pub fn validate_for(config: &Config, bin_dir: Option<&Path>, kubelet: &Kubelet) 
     if let Some(dir) = bin_dir {
         registration(config, dir, &mut v.registration);
     }
+    if !kubelet.knows(Feature::DuplicateNameRule) {
+        v.fatal = registered_twice(config, bin_dir, &v.registration);
+    }
     v
+}
+
+/// Before 1.33 nothing refuses a repeated name until registration, where the kubelet dies
+/// (`klog.Fatalf`) on the second provider of that name, unless a binary check on a provider before
+/// it returned first.
+fn registered_twice(
+    config: &Config,
+    bin_dir: Option<&Path>,
+    registration: &[Finding],
+) -> Option<Finding> {
+    let dir_missing = bin_dir.is_some() && registration.iter().any(|f| f.provider.is_none());
+    if dir_missing {
+        return None;
+    }
+    let mut seen = BTreeSet::new();
+    for p in &config.providers {
+        let lookup_failed = registration
+            .iter()
+            .any(|f| f.provider.as_deref() == Some(p.name.as_str()));
+        if lookup_failed {
+            return None;
+        }
+        if !seen.insert(p.name.as_str()) {
+            return Some(Finding {
+                provider: Some(p.name.clone()),
+                message: format!("Credential provider {:?} was registered twice", p.name),
+            });
+        }
+    }
+    None
 }
 
 /// Rule 13's detail.
@@ -159,9 +225,20 @@ fn provider_errors(
     seen_names: &mut BTreeSet<String>,
     kubelet: &Kubelet,
 ) -> Vec<String> {
-    let mut errs = Vec::new();
-    let name = &p.name;
+    let mut errs = name_errors(&p.name, seen_names, kubelet);
+    errs.extend(api_version_errors(&p.api_version, kubelet));
+    errs.extend(match_image_errors(&p.match_images));
+    errs.extend(cache_duration_errors(p.default_cache_duration, kubelet));
+    if let Some(ta) = &p.token_attributes {
+        errs.extend(token_attribute_errors(ta, &p.api_version, kubelet));
+    }
+    errs
+}
+
+/// Rules 2 to 6: the name is a file name in the bin dir, and (from 1.33) unique.
+fn name_errors(name: &str, seen_names: &mut BTreeSet<String>, kubelet: &Kubelet) -> Vec<String> {
     let invalid_name = |detail: &str| format!("providers.name: Invalid value: {name:?}: {detail}");
+    let mut errs = Vec::new();
     if name.contains('/') {
         errs.push(invalid_name("provider name cannot contain '/'"));
     }
@@ -174,109 +251,140 @@ fn provider_errors(
     if name == ".." {
         errs.push(invalid_name("provider name cannot be '..'"));
     }
-    if !seen_names.insert(name.clone()) {
+    // Older kubelets let a repeated name through to registration (see `registration`).
+    if !seen_names.insert(name.to_owned()) && kubelet.knows(Feature::DuplicateNameRule) {
         errs.push(format!("providers.name: Duplicate value: {name:?}"));
     }
-    let known_api_versions: Vec<&str> = API_VERSIONS
+    errs
+}
+
+/// Rules 7 and 8: a provider API version this kubelet speaks.
+fn api_version_errors(api_version: &str, kubelet: &Kubelet) -> Option<String> {
+    let known: Vec<&str> = API_VERSIONS
         .iter()
         .filter(|(_, feature)| kubelet.knows(*feature))
         .map(|(version, _)| *version)
         .collect();
-    if p.api_version.is_empty() {
-        errs.push(required("providers.apiVersion", kubelet));
-    } else if !known_api_versions.contains(&p.api_version.as_str()) {
-        errs.push(format!(
-            "providers.apiVersion: Unsupported value: {:?}: supported values: {}",
-            p.api_version,
-            quoted_list(&known_api_versions)
-        ));
+    if api_version.is_empty() {
+        Some(required("providers.apiVersion", kubelet))
+    } else if !known.contains(&api_version) {
+        Some(format!(
+            "providers.apiVersion: Unsupported value: {api_version:?}: supported values: {}",
+            quoted_list(&known)
+        ))
+    } else {
+        None
     }
-    if p.match_images.is_empty() {
+}
+
+/// Rules 9 and 10: at least one pattern, each a URL once `https://` is put in front.
+fn match_image_errors(match_images: &[String]) -> Vec<String> {
+    let mut errs = Vec::new();
+    if match_images.is_empty() {
         errs.push(
             "providers.matchImages: Required value: at least 1 item in matchImages is required"
                 .into(),
         );
     }
-    for pattern in &p.match_images {
+    for pattern in match_images {
         if let Some(reason) = url_error(pattern) {
             errs.push(format!(
                 "providers.matchImages: Invalid value: {pattern:?}: match image is invalid: {reason}"
             ));
         }
     }
-    match p.default_cache_duration {
-        None => errs.push(required("providers.defaultCacheDuration", kubelet)),
-        Some(d) if d.is_negative() && kubelet.knows(Feature::TerseMessages) => errs.push(format!(
+    errs
+}
+
+/// Rules 11 and 12: `defaultCacheDuration` set and not negative.
+fn cache_duration_errors(duration: Option<GoDuration>, kubelet: &Kubelet) -> Option<String> {
+    match duration {
+        None => Some(required("providers.defaultCacheDuration", kubelet)),
+        Some(d) if d.is_negative() && kubelet.knows(Feature::TerseMessages) => Some(format!(
             "providers.defaultCacheDuration: Invalid value: \"{d}\": must be greater than or equal to 0"
         )),
-        Some(d) if d.is_negative() => errs.push(format!(
+        Some(d) if d.is_negative() => Some(format!(
             "providers.defaultCacheDuration: Invalid value: {d}: defaultCacheDuration must be greater than or equal to 0"
         )),
-        Some(_) => {}
+        Some(_) => None,
     }
-    if let Some(ta) = &p.token_attributes {
-        let path = "providers.tokenAttributes";
-        // Rule 13: the decode only lets tokenAttributes through on a kubelet that knows it, so
-        // here only the gate decides.
-        if !kubelet.allows(Feature::TokenAttributes) {
-            errs.push(format!("{path}: Forbidden: {}", gate_off_detail()));
-        }
-        if ta.audience.is_empty() {
-            errs.push(required(
-                &format!("{path}.serviceAccountTokenAudience"),
-                kubelet,
-            ));
-        }
-        if ta.require_service_account.is_none() {
-            errs.push(required(&format!("{path}.requireServiceAccount"), kubelet));
-        }
-        if p.api_version != "credentialprovider.kubelet.k8s.io/v1" {
-            errs.push(format!(
-                "{path}: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version"
-            ));
-        }
-        if ta.require_service_account == Some(false) && !ta.required_keys.is_empty() {
-            errs.push(format!(
-                "{path}.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set"
-            ));
-        }
-        errs.extend(annotation_key_errors(
-            &format!("{path}.requiredServiceAccountAnnotationKeys"),
-            &ta.required_keys,
-        ));
-        errs.extend(annotation_key_errors(
-            &format!("{path}.optionalServiceAccountAnnotationKeys"),
-            &ta.optional_keys,
-        ));
-        let required: BTreeSet<&String> = ta.required_keys.iter().collect();
-        let both: Vec<String> = ta
-            .optional_keys
-            .iter()
-            .filter(|k| required.contains(k))
-            .cloned()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        if !both.is_empty() {
-            let items: Vec<String> = both.iter().map(|k| format!("{k:?}")).collect();
-            errs.push(format!(
-                "{path}: Invalid value: []string{{{}}}: annotation keys cannot be both required and optional",
-                items.join(", ")
-            ));
-        }
-        match ta.cache_type.as_str() {
-            // 1.33 has no cacheType (its decode refuses the field).
-            _ if !kubelet.knows(Feature::CacheType) => {}
-            "" => errs.push(format!(
-                "{path}.cacheType: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token"
-            )),
-            "Token" | "ServiceAccount" => {}
-            other => errs.push(format!(
-                "{path}.cacheType: Unsupported value: {other:?}: supported values: \"ServiceAccount\", \"Token\""
-            )),
-        }
+}
+
+/// Rules 13 to 22: `tokenAttributes` (KEP-4412).
+fn token_attribute_errors(
+    ta: &TokenAttributes,
+    api_version: &str,
+    kubelet: &Kubelet,
+) -> Vec<String> {
+    let path = "providers.tokenAttributes";
+    let mut errs = Vec::new();
+    // Rule 13: the decode only lets tokenAttributes through on a kubelet that knows it, so here
+    // only the gate decides.
+    if !kubelet.allows(Feature::TokenAttributes) {
+        errs.push(format!("{path}: Forbidden: {}", gate_off_detail()));
     }
+    if ta.audience.is_empty() {
+        errs.push(required(
+            &format!("{path}.serviceAccountTokenAudience"),
+            kubelet,
+        ));
+    }
+    if ta.require_service_account.is_none() {
+        errs.push(required(&format!("{path}.requireServiceAccount"), kubelet));
+    }
+    if api_version != "credentialprovider.kubelet.k8s.io/v1" {
+        errs.push(format!(
+            "{path}: Forbidden: tokenAttributes is only supported for credentialprovider.kubelet.k8s.io/v1 API version"
+        ));
+    }
+    if ta.require_service_account == Some(false) && !ta.required_keys.is_empty() {
+        errs.push(format!(
+            "{path}.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set"
+        ));
+    }
+    errs.extend(annotation_key_errors(
+        &format!("{path}.requiredServiceAccountAnnotationKeys"),
+        &ta.required_keys,
+    ));
+    errs.extend(annotation_key_errors(
+        &format!("{path}.optionalServiceAccountAnnotationKeys"),
+        &ta.optional_keys,
+    ));
+    errs.extend(required_and_optional_error(ta));
+    errs.extend(cache_type_error(&ta.cache_type, kubelet));
     errs
+}
+
+/// Rule 20: no annotation key both required and optional (listed once each, sorted).
+fn required_and_optional_error(ta: &TokenAttributes) -> Option<String> {
+    let required: BTreeSet<&String> = ta.required_keys.iter().collect();
+    let both: BTreeSet<&String> = ta
+        .optional_keys
+        .iter()
+        .filter(|k| required.contains(k))
+        .collect();
+    (!both.is_empty()).then(|| {
+        let items: Vec<String> = both.iter().map(|k| format!("{k:?}")).collect();
+        format!(
+            "providers.tokenAttributes: Invalid value: []string{{{}}}: annotation keys cannot be both required and optional",
+            items.join(", ")
+        )
+    })
+}
+
+/// Rules 21 and 22: `cacheType` set to one of the two values (1.34+; 1.33 has no such field).
+fn cache_type_error(cache_type: &str, kubelet: &Kubelet) -> Option<String> {
+    let path = "providers.tokenAttributes.cacheType";
+    match cache_type {
+        _ if !kubelet.knows(Feature::CacheType) => None,
+        "" => Some(format!(
+            "{path}: Required value: cacheType is required to be set when tokenAttributes is specified. Supported values are: ServiceAccount, Token"
+        )),
+        "Token" | "ServiceAccount" => None,
+        other => Some(format!(
+            "{path}: Unsupported value: {other:?}: supported values: \"ServiceAccount\", \"Token\""
+        )),
+    }
 }
 
 fn quoted_list(items: &[&str]) -> String {
@@ -655,7 +763,7 @@ mod tests {
             providers: vec![Provider {
                 name: name.into(),
                 match_images: vec!["*.dkr.ecr.*.amazonaws.com".into()],
-                default_cache_duration: Some(kcp_kubelet::duration::GoDuration::from_secs(60)),
+                default_cache_duration: Some(GoDuration::from_secs(60)),
                 api_version: "credentialprovider.kubelet.k8s.io/v1".into(),
                 args: args.iter().map(|s| (*s).to_owned()).collect(),
                 env: vec![],
