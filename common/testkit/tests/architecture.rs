@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)] // Test code: a panic is a failed assertion.
 
 mod architecture {
+    pub mod docs;
     pub mod functions;
     pub mod imports;
     pub mod sources;
@@ -12,6 +13,7 @@ mod architecture {
 
 use std::path::{Path, PathBuf};
 
+use architecture::docs::{restates, restating_docs};
 use architecture::functions::{MAX_FUNCTION_LINES, long_functions};
 use architecture::imports::circles;
 use architecture::sources::crates;
@@ -41,6 +43,49 @@ fn no_production_function_is_over_100_lines() {
         "production functions over {MAX_FUNCTION_LINES} lines (split each into named steps):\n  {}",
         long.join("\n  ")
     );
+}
+
+#[test]
+fn no_doc_comment_only_restates_its_name() {
+    let found = restating_docs(&crates(&repo()));
+    assert!(
+        found.is_empty(),
+        "doc comments that only restate the name (say why it exists or what it holds, or drop \
+         them):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn restating_is_the_name_in_other_words_only() {
+    for (doc, name) in [
+        ("The directory.", "dir"),
+        ("The message.", "message"),
+        ("Its path.", "path"),
+        ("The status code.", "status"),
+        ("`matchImages`.", "match_images"),
+        ("The HTTP method.", "http_method"),
+        ("Client ID.", "client_id"),
+        ("The role.", "role_arn"),
+        ("The host as configured.", "host"),
+        ("Static keys.", "StaticKey"),
+    ] {
+        assert!(restates(doc, name), "{doc:?} on {name}");
+    }
+    for (doc, name) in [
+        ("Where the cache files live, created 0700.", "dir"),
+        ("The HTTP status.", "status"),
+        ("Unix seconds.", "expires"),
+        ("The region, e.g. `us-west-2`.", "region"),
+        ("The metadata server.", "metadata"),
+        (
+            "`cacheType` (validated later, case-sensitive).",
+            "cache_type",
+        ),
+        ("", "dir"),
+    ] {
+        assert!(!restates(doc, name), "{doc:?} on {name}");
+    }
 }
 
 /// Writes `text` to `root/relative`, creating directories.
