@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 use crate::cli::Cli;
 use crate::secret::PublishError;
-use crate::worker::Worker;
+use crate::worker::{Fetch, Worker};
 
 /// How many times a failed Secret write is tried.
 const PUBLISH_ATTEMPTS: u32 = 4;
@@ -25,14 +25,16 @@ impl Worker {
         let mut failed = 0;
         for i in 0..self.slots.len() {
             match self.fetch(i, &mut stop).await {
-                None => return ExitCode::FAILURE,
-                Some(true) => {}
-                Some(false) => failed += 1,
+                Fetch::Stopped => return ExitCode::FAILURE,
+                Fetch::NewEntry => {}
+                Fetch::Failed => failed += 1,
             }
         }
         self.drop_expired();
-        let Some(published) = self.publish_retrying(base, &mut stop).await else {
-            return ExitCode::FAILURE;
+        let published = match self.publish_retrying(base, &mut stop).await {
+            Publish::Stopped => return ExitCode::FAILURE,
+            Publish::Written => true,
+            Publish::NotWritten => false,
         };
         if published && failed == 0 {
             return ExitCode::SUCCESS;
@@ -70,21 +72,21 @@ impl Worker {
         true
     }
 
-    /// Publishes, trying a failed write up to [`PUBLISH_ATTEMPTS`] times (a Secret too large to
-    /// send only once: it cannot change); `Some(written)`, `None` when stopped.
+    /// Publishes, trying a failed write up to [`PUBLISH_ATTEMPTS`] times (a Secret too large is
+    /// sent only once: it cannot change).
     async fn publish_retrying(
         &mut self,
         mut base: Option<k8s_openapi::api::core::v1::Secret>,
         stop: &mut watch::Receiver<bool>,
-    ) -> Option<bool> {
+    ) -> Publish {
         for attempt in 1..=PUBLISH_ATTEMPTS {
             match self.publish(base.take()).await {
-                Ok(()) => return Some(true),
-                Err(PublishError::TooLarge(_)) => return Some(false),
+                Ok(()) => return Publish::Written,
+                Err(PublishError::TooLarge(_)) => return Publish::NotWritten,
                 Err(_) if attempt < PUBLISH_ATTEMPTS => {
                     tokio::select! {
                         _ = tokio::time::sleep(self.publish_backoff.next_delay()) => {}
-                        _ = stop.changed() => return None,
+                        _ = stop.changed() => return Publish::Stopped,
                     }
                 }
                 Err(_) => {
@@ -94,6 +96,16 @@ impl Worker {
                 }
             }
         }
-        Some(false)
+        Publish::NotWritten
     }
+}
+
+/// How `--once`'s publishing ended.
+enum Publish {
+    /// The Secret holds every entry.
+    Written,
+    /// Every attempt failed (each said why); the Secret is as it was.
+    NotWritten,
+    /// The controller is stopping.
+    Stopped,
 }

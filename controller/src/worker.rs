@@ -52,6 +52,17 @@ fn adopt(slots: &mut [Slot], current: &Data) -> Data {
         .collect()
 }
 
+/// How one target's fetch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fetch {
+    /// The provider answered: the slot holds a new entry to publish.
+    NewEntry,
+    /// The provider failed; the slot keeps the entry it had and backs off.
+    Failed,
+    /// The controller is stopping; nothing more is done.
+    Stopped,
+}
+
 impl Worker {
     /// The worker for `slots`, publishing into `secret`; `shared` is what the watch reports to.
     pub fn new(
@@ -86,17 +97,20 @@ impl Worker {
         }
     }
 
-    /// Runs slot `i`'s provider; `None` when stopped meanwhile, else whether it brought a new
-    /// entry.
-    pub async fn fetch(&mut self, i: usize, stop: &mut watch::Receiver<bool>) -> Option<bool> {
+    /// Runs slot `i`'s provider, unless stopped meanwhile.
+    pub async fn fetch(&mut self, i: usize, stop: &mut watch::Receiver<bool>) -> Fetch {
         let fetcher = self.slots[i].fetcher.clone();
         let file = self.slots[i].file.clone();
         let run = tokio::task::spawn_blocking(move || fetcher.fetch(&file));
         let result = tokio::select! {
             r = run => r.unwrap_or_else(|e| Err(format!("the provider run failed: {e}"))),
-            _ = stop.changed() => return None,
+            _ = stop.changed() => return Fetch::Stopped,
         };
-        Some(self.slots[i].fetched(result))
+        if self.slots[i].fetched(result) {
+            Fetch::NewEntry
+        } else {
+            Fetch::Failed
+        }
     }
 
     /// Drops expired entries; true when one was dropped.
@@ -221,8 +235,10 @@ impl Worker {
             if self.slots[i].due > Instant::now() || !self.leadership.is_leader() {
                 continue;
             }
-            if self.fetch(i, stop).await? {
-                round.publish_due = Some(Instant::now());
+            match self.fetch(i, stop).await {
+                Fetch::NewEntry => round.publish_due = Some(Instant::now()),
+                Fetch::Failed => {}
+                Fetch::Stopped => return None,
             }
         }
         if self.drop_expired() {

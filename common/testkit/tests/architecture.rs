@@ -14,7 +14,7 @@ mod architecture {
 use std::path::{Path, PathBuf};
 
 use architecture::docs::{restates, restating_docs};
-use architecture::functions::{MAX_FUNCTION_LINES, long_functions};
+use architecture::functions::{MAX_FUNCTION_LINES, long_functions, tri_state_functions};
 use architecture::imports::circles;
 use architecture::sources::crates;
 use kcp_testkit::TempDir;
@@ -86,6 +86,16 @@ fn restating_is_the_name_in_other_words_only() {
     ] {
         assert!(!restates(doc, name), "{doc:?} on {name}");
     }
+}
+
+#[test]
+fn no_production_function_returns_option_bool() {
+    let found = tri_state_functions(&crates(&repo()));
+    assert!(
+        found.is_empty(),
+        "functions answering Option<bool> (give the three cases an enum with a name each):\n  {}",
+        found.join("\n  ")
+    );
 }
 
 /// Writes `text` to `root/relative`, creating directories.
@@ -210,6 +220,18 @@ fn long_functions_counts_fn_to_closing_brace_in_production_code_only() {
         ),
     );
     write(root, "common/testkit/src/lib.rs", &body("kit", 400));
+    write(
+        root,
+        "y/src/m/tri.rs",
+        "pub fn maybe() -> Option<bool> { None }\npub fn sure() -> Option<u8> { None }\n\
+         fn full() -> std::option::Option<bool> { None }\n",
+    );
+    let main = std::fs::read_to_string(root.join("y/src/m.rs")).unwrap();
+    std::fs::write(root.join("y/src/m.rs"), format!("mod tri;\n{main}")).unwrap();
+    assert_eq!(
+        tri_state_functions(&crates(root)),
+        ["y/src/m/tri.rs: full", "y/src/m/tri.rs: maybe"]
+    );
     assert_eq!(
         long_functions(&crates(root)),
         [
