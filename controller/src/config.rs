@@ -91,7 +91,7 @@ pub struct Target {
 pub struct EnvVar {
     /// The variable's name.
     pub name: String,
-    /// Its value.
+    /// Passed to the provider as written; the config file is read only at start.
     pub value: String,
 }
 
@@ -100,9 +100,10 @@ pub struct EnvVar {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
-    /// `ecr-credential-provider`.
+    /// `provider: ecr`: the target's args are checked against `ecr-credential-provider`'s flags,
+    /// and that binary fetches its token.
     Ecr,
-    /// `acr-credential-provider`.
+    /// `provider: acr`: the same for `acr-credential-provider`.
     Acr,
 }
 

@@ -47,9 +47,9 @@ pub enum PublishError {
 /// The Secret the entries go into.
 pub struct SecretStore {
     api: Api<Secret>,
-    /// Its namespace.
+    /// `--namespace` (the pod's own by default), shared with the Lease; named in error lines.
     pub namespace: String,
-    /// Its name.
+    /// `--secret-name`: the Secret the manifests create and the nodes' DaemonSet mounts.
     pub name: String,
     call_timeout: Duration,
 }

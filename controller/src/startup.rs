@@ -9,7 +9,7 @@ use crate::keys::{self, TargetKey};
 
 /// What the controller runs with once every check passed.
 pub struct Setup {
-    /// The config file.
+    /// The targets to fetch and the Secret and Lease to use, as read and checked at start.
     pub config: Config,
     /// This replica's name as Lease holder.
     pub identity: String,

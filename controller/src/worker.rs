@@ -29,7 +29,7 @@ const MAX_NAMED_KEYS: usize = 5;
 pub struct Worker {
     /// One per target, in the config's order.
     pub slots: Vec<Slot>,
-    /// The Secret.
+    /// Where each round publishes every slot's entry.
     pub secret: SecretStore,
     /// Whether we lead.
     pub leadership: Arc<Leadership>,

@@ -14,7 +14,7 @@ use crate::kubelet_version::{Feature, Kubelet};
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::yaml11::{self, Entry, Node};
 
-/// The config kind.
+/// The only `kind` the kubelet decodes from its config file; any other is refused by name.
 pub const CONFIG_KIND: &str = "CredentialProviderConfig";
 
 /// A config version (`kubelet.config.k8s.io/<v>`).
@@ -61,17 +61,18 @@ pub struct TokenAttributes {
 pub struct Provider {
     /// `name` (empty when absent).
     pub name: String,
-    /// `matchImages`.
+    /// `matchImages` as written (the kubelet checks each pattern during validation, not here).
     pub match_images: Vec<String>,
     /// `defaultCacheDuration`; `None` when absent or null.
     pub default_cache_duration: Option<GoDuration>,
     /// `apiVersion` (empty when absent).
     pub api_version: String,
-    /// `args`.
+    /// `args`, passed to the plugin in order; the checker checks our providers' flags in them.
     pub args: Vec<String>,
     /// `env` as (name, value) in order.
     pub env: Vec<(String, String)>,
-    /// `tokenAttributes`.
+    /// `tokenAttributes` (config `v1` on a 1.33+ kubelet); `None` means the plugin gets no
+    /// service-account token.
     pub token_attributes: Option<TokenAttributes>,
     /// The file this provider came from.
     pub source: PathBuf,

@@ -47,7 +47,8 @@ pub const DECODE_ERROR: &str = "error decoding credential provider plugin respon
 pub struct AcceptedResponse {
     /// The response's apiVersion (equal to the request's).
     pub api_version: ApiVersion,
-    /// The cache key type.
+    /// `cacheKeyType`: which images the kubelet reuses this answer for (one image, its registry, or
+    /// every match).
     pub cache_key_type: CacheKeyType,
     /// `None` means the config's `defaultCacheDuration` applies.
     pub cache_duration: Option<GoDuration>,

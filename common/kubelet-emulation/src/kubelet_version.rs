@@ -66,7 +66,7 @@ pub struct Gate {
 /// One row: a feature, the first minor version with it, and the gate it also needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
-    /// The feature.
+    /// What a kubelet from `since` on understands or does.
     pub feature: Feature,
     /// The first minor version (1.x) that has it.
     pub since: u32,

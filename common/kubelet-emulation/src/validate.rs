@@ -35,7 +35,7 @@ const API_VERSIONS: [(&str, Feature); 3] = [
 pub struct Finding {
     /// The provider's name, if the finding is about one.
     pub provider: Option<String>,
-    /// The message.
+    /// In the kubelet's words where it has them, so a user can search its log for them.
     pub message: String,
 }
 

@@ -150,7 +150,7 @@ pub enum RequestError {
     /// A field of the wrong JSON type.
     #[error("request field {field:?} must be {expected}")]
     WrongType {
-        /// The field name.
+        /// The request field as the kubelet spells it (`image`, `kind`, `serviceAccountAnnotations`).
         field: &'static str,
         /// What it must be.
         expected: &'static str,

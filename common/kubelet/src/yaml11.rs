@@ -46,7 +46,7 @@ pub enum Node {
     Float(f64),
     /// A string: every quoted scalar, and plain ones that resolve to nothing else.
     Str(String),
-    /// A sequence.
+    /// A sequence, in document order.
     Seq(Vec<Node>),
     /// A mapping, in document order; each key appears once.
     Map(Vec<Entry>),
@@ -57,7 +57,7 @@ pub enum Node {
 pub struct Entry {
     /// The key, resolved like any scalar (`1: x` has the key `Int(1)`).
     pub key: Node,
-    /// The value.
+    /// What the key maps to, after anchors and merge keys are resolved.
     pub value: Node,
     /// The 1-based line of the value, which go-yaml names in a duplicate-key error.
     pub line: usize,

@@ -61,7 +61,7 @@ pub enum ConfigError {
         "failed to load config: reading the cloud config file {path}: {reason} (pass its path as the plugin's argument in the kubelet's CredentialProviderConfig, usually {USUAL_PATH})"
     )]
     Read {
-        /// The path.
+        /// The cloud config file as the plugin's argument names it.
         path: String,
         /// The I/O error.
         reason: String,
@@ -71,7 +71,7 @@ pub enum ConfigError {
         "failed to load config: the cloud config file {path} is not valid JSON or YAML: {reason}"
     )]
     Syntax {
-        /// The path.
+        /// The cloud config file as the plugin's argument names it.
         path: String,
         /// What is wrong.
         reason: String,
@@ -81,7 +81,7 @@ pub enum ConfigError {
         "failed to load config: the cloud config file {path}: field {field:?} must be {expected}, got {got}"
     )]
     Field {
-        /// The path.
+        /// The cloud config file as the plugin's argument names it.
         path: String,
         /// The field as upstream spells it.
         field: &'static str,

@@ -63,20 +63,20 @@ pub enum Identity {
     },
     /// Workload identity: a federated token file.
     Workload {
-        /// Tenant.
+        /// The Entra tenant the federated token is traded in (`tenantId`, else `AZURE_TENANT_ID`).
         tenant: String,
-        /// Client ID.
+        /// The application (client) ID the token is issued to.
         client_id: String,
         /// The projected token file.
         token_file: PathBuf,
     },
     /// A service principal with a client secret.
     ServicePrincipal {
-        /// Tenant.
+        /// `tenantId` from azure.json; empty when absent, and then the secret is answered raw.
         tenant: String,
-        /// Client ID.
+        /// The application (client) ID the token is issued to.
         client_id: String,
-        /// The secret.
+        /// `aadClientSecret`; redacted in every log line.
         secret: Secret,
     },
     /// The pod's service-account token traded at AKS's identity-bindings endpoint (`identity_bindings.rs`).

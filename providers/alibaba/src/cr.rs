@@ -63,7 +63,7 @@ pub struct Instance {
     pub id: String,
     /// `InstanceName`.
     pub name: String,
-    /// `RegionId`.
+    /// `RegionId`: the region whose `cr` endpoint answers for the instance.
     pub region: String,
 }
 

@@ -89,7 +89,7 @@ pub enum Registry {
     },
     /// `registry[-intl][-vpc].<region>.aliyuncs.com`: the Personal Edition of a region.
     Personal {
-        /// The region.
+        /// From the host name; the token call goes to this region's `cr` endpoint.
         region: Region,
     },
     /// `crpi-<id>[-vpc].<region>.personal.cr.aliyuncs.com`: a Personal Edition instance created
@@ -97,7 +97,7 @@ pub enum Registry {
     PersonalInstance {
         /// The `crpi-…` label's ID part.
         id: String,
-        /// The region.
+        /// From the host name; the token call goes to this region's `cr` endpoint.
         region: Region,
     },
     /// A host named by `--instance HOST=cri-…`: an Enterprise instance by ID, in `--region` or

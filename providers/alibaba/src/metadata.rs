@@ -84,7 +84,7 @@ pub enum MetadataError {
         "the RAM role {role} is not attached to this ECS instance (HTTP 404): check ALIBABA_CLOUD_ECS_METADATA or attach the role"
     )]
     RoleNotAttached {
-        /// The role name.
+        /// The RAM role asked for: the listed one or `ALIBABA_CLOUD_ECS_METADATA`.
         role: String,
     },
     /// A role name that cannot be a RAM role name (and must not reach a URL path).

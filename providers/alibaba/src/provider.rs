@@ -47,7 +47,8 @@ pub struct Rrsa {
     pub oidc_provider_arn: Option<OidcProviderArn>,
     /// `--account-id`: the account of a role given by name (default: the provider ARN's).
     pub account_id: Option<String>,
-    /// `--role-annotation-key`.
+    /// `--role-annotation-key`: the service-account annotation naming the role to assume
+    /// (default `pod-identity.alibabacloud.com/role-name`).
     pub role_annotation_key: String,
     /// `--session-duration`: `DurationSeconds`.
     pub session_duration: Duration,
@@ -84,7 +85,7 @@ pub struct AlibabaProvider {
     pub instances: ConfiguredInstances,
     /// `--region`: for hosts that name none.
     pub region: Option<Region>,
-    /// RRSA.
+    /// How a service-account token becomes a role's keys (RAM Roles for Service Accounts).
     pub rrsa: Rrsa,
     /// The node's identity.
     pub node: NodeIdentity,
@@ -106,7 +107,7 @@ enum Identity<'a> {
         token: &'a Secret,
         session_name: String,
     },
-    /// Static keys.
+    /// `ALIBABA_CLOUD_ACCESS_KEY_ID`/`_SECRET` (and `_SECURITY_TOKEN`) from the environment.
     StaticKey(&'a AccessKey),
     /// The node's RAM role.
     RamRole(Option<&'a str>),

@@ -60,7 +60,7 @@ pub fn mirrors(values: &[String]) -> Result<Vec<EcrMirror>, String> {
 /// An IAM role ARN, checked: `arn:<partition>:iam::<account>:role/<path/name>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoleArn {
-    /// The ARN as given.
+    /// The ARN as the user wrote it, sent to STS unchanged.
     pub arn: String,
     /// Its partition, e.g. `aws-cn`.
     pub partition: String,

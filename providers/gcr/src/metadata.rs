@@ -59,7 +59,7 @@ impl Metadata {
         })
     }
 
-    /// The host as configured.
+    /// `GCE_METADATA_HOST` or `--metadata-host` (or the default), so error lines name the server.
     pub fn host(&self) -> &str {
         &self.host
     }

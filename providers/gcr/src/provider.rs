@@ -102,7 +102,7 @@ pub struct CacheSettings {
 /// Everything one run needs.
 #[derive(Debug)]
 pub struct GcrProvider {
-    /// The flow.
+    /// `--authFlow`: a token for Google's registries, or a docker config from the metadata server.
     pub flow: AuthFlow,
     /// The metadata server.
     pub metadata: Metadata,

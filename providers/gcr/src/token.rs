@@ -30,7 +30,7 @@ pub fn capped_expiry(expires_at: SystemTime, now: SystemTime) -> SystemTime {
 /// A bearer token and, when known, when it stops working.
 #[derive(Debug, Clone)]
 pub struct AccessToken {
-    /// The token itself.
+    /// The bearer token, answered as the registry password; never logged.
     pub token: Secret,
     /// Its expiry; `None` when the issuer did not say.
     pub expires_at: Option<SystemTime>,
