@@ -28,8 +28,10 @@
 //!
 //! One file per concern under `http/`: `crypto` (the ring provider), `nss` (glibc's host lookup in
 //! static builds), `proxy` (routes, proxy variables, node-local addresses), `client` (the lazily
-//! built clients, timeouts, body cap), `response`, `retrying` (calls under [`RetryRules`]),
-//! `error` (failure classes and their messages) and `redact` (what of a body may be logged).
+//! built clients, timeouts, body cap), `response`, `statuses` (sets of statuses), `retrying`
+//! (calls under [`RetryRules`]), `error` (failure classes and their messages) and `redact` (what
+//! of a body may be logged). They stack one way: `retrying` → `client` → `proxy` → `error` →
+//! `response`, `statuses`, `redact`.
 
 use std::time::Duration;
 
@@ -42,6 +44,7 @@ mod proxy;
 mod redact;
 mod response;
 mod retrying;
+mod statuses;
 
 pub use client::{HttpClient, Pin};
 pub use crypto::install_crypto_provider;
@@ -49,7 +52,8 @@ pub use error::{CallError, HttpError};
 pub use proxy::{ProxyConfig, ProxyUrl, Route, is_link_local, is_link_local_url};
 pub use redact::{TOKEN_RUN_MIN, redact_token_like};
 pub use response::HttpResponse;
-pub use retrying::{Call, RetryRules, Statuses};
+pub use retrying::{Call, RetryRules};
+pub use statuses::Statuses;
 
 /// Default connect timeout.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);

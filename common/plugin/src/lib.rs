@@ -48,4 +48,4 @@ pub use kcp_kubelet::{
     Secret,
 };
 pub use provider::Provider;
-pub use runner::ProviderError;
+pub use provider::ProviderError;

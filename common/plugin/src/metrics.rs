@@ -29,7 +29,6 @@
 //! line but no longer parses is ours and damaged: it is replaced, its counts starting again from
 //! zero (Prometheus' `rate()` treats that as a counter reset).
 
-use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -39,6 +38,9 @@ use crate::http::{CallError, HttpError};
 use crate::safe_file as files;
 use crate::time::unix_secs;
 use crate::token_cache::Source;
+/// Also reachable here, beside the runner's other metrics calls; the note lives with the token
+/// cache, which leaves it.
+pub use crate::token_cache::{note_token, noted, take_noted};
 
 /// Environment variable naming the metrics file (the flag wins).
 pub const FILE_ENV: &str = "CREDENTIAL_PROVIDER_METRICS_FILE";
@@ -60,29 +62,6 @@ const REQUESTS: &str = "credential_provider_requests_total";
 const DURATION: &str = "credential_provider_fetch_duration_seconds";
 const EXPIRY: &str = "credential_provider_token_expiry_timestamp_seconds";
 const LAST_SUCCESS: &str = "credential_provider_last_success_timestamp_seconds";
-
-thread_local! {
-    /// Where this run's token came from and when it expires, as the token cache last said. The
-    /// provider runs on the runner's thread (a current-thread runtime), so a thread-local reaches
-    /// the runner without every provider passing it along.
-    static NOTED: Cell<Option<(Source, Option<SystemTime>)>> = const { Cell::new(None) };
-}
-
-/// Notes the token a provider is about to hand out (called by the token cache, which every
-/// token-fetching provider goes through).
-pub fn note_token(source: Source, expires_at: Option<SystemTime>) {
-    NOTED.with(|noted| noted.set(Some((source, expires_at))));
-}
-
-/// What [`note_token`] noted on this thread so far, left in place.
-pub fn noted() -> Option<(Source, Option<SystemTime>)> {
-    NOTED.with(Cell::get)
-}
-
-/// Takes (and clears) what [`note_token`] noted on this thread.
-pub fn take_noted() -> Option<(Source, Option<SystemTime>)> {
-    NOTED.with(Cell::take)
-}
 
 /// Why a run failed, as a bounded label value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

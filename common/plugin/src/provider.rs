@@ -12,8 +12,12 @@
 use kcp_kubelet::protocol::{CredentialProviderRequest, Credentials};
 
 use crate::deadline::Deadline;
-use crate::runner::ProviderError;
 use crate::token_cache::{CacheKey, Issuer};
+
+/// The error a provider returns: anything that can be shown as a chain of causes. Defined here,
+/// beside the trait whose `Error` must convert into it, so the runner names this module and not
+/// the other way round.
+pub type ProviderError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A credential provider, driven by [`crate::runner::serve`]: every check on a request happens
 /// in [`Self::plan`]; [`Self::answer_from_cache`] and [`Self::fetch`] only act on a plan.

@@ -17,6 +17,8 @@ use crate::deadline::Deadline;
 use crate::logging::{self, error_chain};
 use crate::metrics::{self, ErrorClass, MetricsFile, Outcome};
 use crate::provider::Provider;
+/// Also reachable here, where [`serve`] turns it into the run's one stderr line.
+pub use crate::provider::ProviderError;
 use crate::settings::Settings;
 use crate::token_cache::{Issuer, SharedIdentity};
 use kcp_kubelet::cache_hint;
@@ -24,9 +26,6 @@ use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::protocol::{
     CredentialProviderRequest, CredentialProviderResponse, MAX_REQUEST_BYTES,
 };
-
-/// The error a provider returns: anything that can be shown as a chain of causes.
-pub type ProviderError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Exit status when credentials could not be obtained (what upstream plugins exit with).
 pub const EXIT_FAILURE: u8 = 1;

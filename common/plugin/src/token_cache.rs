@@ -44,16 +44,16 @@ use crate::safe_file as files;
 mod fleet;
 mod issuer;
 mod key;
+mod source;
 
 #[cfg(any(fuzzing, test))]
 pub use fleet::fuzz;
 pub use fleet::{
-    Adopted, MAX_ADOPTED_BYTES, MAX_ADOPTED_ENTRIES, PublishedEntry, SharedIdentity, SyncReport,
-    sync_from_dir,
+    Adopted, MAX_ADOPTED_BYTES, MAX_ADOPTED_ENTRIES, PublishedEntry, SyncReport, sync_from_dir,
 };
 pub use issuer::Issuer;
-pub use key::CacheKey;
-use key::{escape, stem_of};
+pub use key::{CacheKey, SharedIdentity};
+pub use source::{Source, note_token, noted, take_noted};
 
 /// Where the cache lives unless `--token-cache-dir` says otherwise.
 pub const DEFAULT_DIR: &str = if cfg!(windows) {
@@ -148,18 +148,6 @@ impl RegistryToken {
     }
 }
 
-/// How a run's credential was obtained, for logs and tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    /// Read from the cache: an entry this node fetched.
-    Cache,
-    /// Read from the cache: an entry the fleet's token controller published and
-    /// `credential-provider-check wait` copied here (fleet mode).
-    FleetCopy,
-    /// Fetched from upstream (and written to the cache when it is on).
-    Upstream,
-}
-
 /// The on-disk cache: a directory, the margin an entry must have left to be served, how far
 /// before that entries refresh at random, and the shared identity the node belongs to (fleet mode).
 #[derive(Debug, Clone)]
@@ -227,7 +215,7 @@ impl TokenCache {
     /// The entry for `key`, when one is valid now.
     pub fn get(&self, key: &CacheKey) -> Option<RegistryToken> {
         let (token, source) = self.read(&self.effective(key), SystemTime::now())?;
-        crate::metrics::note_token(source, token.expires_at);
+        note_token(source, token.expires_at);
         Some(token)
     }
 
@@ -242,7 +230,7 @@ impl TokenCache {
     ) -> Result<(RegistryToken, Source), E> {
         let key = &*self.effective(key);
         if let Some((hit, source)) = self.read(key, SystemTime::now()) {
-            crate::metrics::note_token(source, hit.expires_at);
+            note_token(source, hit.expires_at);
             return Ok((hit, source));
         }
         let lock = match self.prepare_dir() {
@@ -255,7 +243,7 @@ impl TokenCache {
         if lock.is_some()
             && let Some((hit, source)) = self.read(key, SystemTime::now())
         {
-            crate::metrics::note_token(source, hit.expires_at);
+            note_token(source, hit.expires_at);
             tracing::debug!("token cache: filled by a concurrent exec");
             return Ok((hit, source));
         }
@@ -265,7 +253,7 @@ impl TokenCache {
             self.prune(key, SystemTime::now());
         }
         drop(lock);
-        crate::metrics::note_token(Source::Upstream, token.expires_at);
+        note_token(Source::Upstream, token.expires_at);
         Ok((token, Source::Upstream))
     }
 
@@ -573,7 +561,7 @@ pub async fn get_or_fetch<E>(
         (Some(cache), Some(key)) => cache.get_or_fetch(key, deadline, fetch).await,
         _ => {
             let token = fetch().await?;
-            crate::metrics::note_token(Source::Upstream, token.expires_at);
+            note_token(Source::Upstream, token.expires_at);
             Ok((token, Source::Upstream))
         }
     }

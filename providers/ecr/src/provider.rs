@@ -22,11 +22,11 @@ use crate::mirrors_and_roles::{EcrMirror, RoleArn, Roles};
 use crate::pod_identity::{self, NoAssociation, PodIdentity};
 use crate::roles_anywhere::{Loaded, RolesAnywhere};
 
+mod sts;
+use sts::{AssumedRole, assume_role, assume_role_as_node};
+
 /// ECR Public's API lives in us-east-1 only (for the `aws` partition).
 const PUBLIC_REGION: &str = "us-east-1";
-/// Session name for AssumeRoleWithWebIdentity (as upstream) and for `--assume-role`'s AssumeRole:
-/// CloudTrail shows `assumed-role/<role>/ecr-credential-provider` for every pull token.
-const SESSION_NAME: &str = "ecr-credential-provider";
 /// Upstream's fallback role ARN variable for service-account mode.
 pub const ROLE_ARN_ENV: &str = "AWS_ECR_ROLE_ARN";
 /// How long an ECR authorization token is valid (AWS documents 12 hours). A later `expiresAt` (a
@@ -99,13 +99,6 @@ const STS_ENDPOINT_ENV: &[&str] = &["AWS_ENDPOINT_URL_STS", "AWS_STS_REGIONAL_EN
 struct Token {
     encoded: Option<String>,
     expires_at: Option<SystemTime>,
-}
-
-/// Credentials of an assumed role.
-struct AssumedRole {
-    credentials: AwsCredentials,
-    /// How they were obtained, for error messages.
-    source: String,
 }
 
 /// Whose credentials ask ECR for the token.
@@ -354,13 +347,7 @@ impl EcrProvider {
     ) -> anyhow::Result<RegistryToken> {
         let (kind, endpoints, service_env) = (&plan.kind, &plan.endpoints, plan.service_env);
         let registry = request.image_ref.registry();
-        let node = match (&self.roles_anywhere, &plan.roles_anywhere) {
-            (Some(ra), Some(loaded)) => Some((
-                crate::roles_anywhere::credentials(ra, loaded, deadline).await?,
-                ra.describe(loaded),
-            )),
-            _ => None,
-        };
+        let node = self.node_credentials(plan, deadline).await?;
         let node_credentials = node.as_ref().map(|(c, _)| c.clone());
         let config = aws::load(endpoints, service_env, deadline, node_credentials).await?;
         let Some(region) = config.region().map(|r| r.to_string()) else {
@@ -378,29 +365,7 @@ impl EcrProvider {
                 "No region found in the image reference, the default region will be used. Please refer to AWS SDK documentation for configuration purpose."
             );
         }
-        let assumed = match (&plan.principal, &request.service_account_token) {
-            (Principal::WebIdentity(role_arn), Some(token)) => {
-                Some(assume_role(role_arn, token, &config).await?)
-            }
-            (Principal::PodIdentity(target), Some(token)) => Some(AssumedRole {
-                credentials: pod_identity::assume_role(target, token, &config).await?,
-                source: format!(
-                    "EKS Pod Identity role of the service account (cluster {})",
-                    target.cluster
-                ),
-            }),
-            (Principal::NodeAssumes(role), _) => Some(
-                assume_role_as_node(
-                    role,
-                    self.roles.external_id.as_deref(),
-                    &config,
-                    &region,
-                    endpoints,
-                )
-                .await?,
-            ),
-            _ => None,
-        };
+        let assumed = self.assume(request, plan, &config, &region).await?;
         let source = match (&assumed, &node) {
             (Some(a), _) => a.source.clone(),
             (None, Some((_, described))) => described.clone(),
@@ -413,51 +378,9 @@ impl EcrProvider {
                 "getting an ECR authorization token for {registry} (region {region}, endpoint {endpoint}, credentials: {source})"
             )
         };
-        let token = if *kind == RegistryKind::Public {
-            let mut builder = aws_sdk_ecrpublic::config::Builder::from(&config)
-                .retry_classifier(aws::retry_on_429());
-            if let Some(a) = &assumed {
-                builder = builder.credentials_provider(a.credentials.clone());
-            }
-            let client = aws_sdk_ecrpublic::Client::from_conf(builder.build());
-            let out = client
-                .get_authorization_token()
-                .send()
-                .await
-                .map_err(|e| anyhow!(describe(&e)))
-                .with_context(context)?;
-            let data = out
-                .authorization_data()
-                .ok_or_else(|| anyhow!("authorization data was empty"))
-                .with_context(context)?;
-            Token {
-                encoded: data.authorization_token().map(str::to_owned),
-                expires_at: data.expires_at().and_then(to_system_time),
-            }
-        } else {
-            let mut builder =
-                aws_sdk_ecr::config::Builder::from(&config).retry_classifier(aws::retry_on_429());
-            if let Some(a) = &assumed {
-                builder = builder.credentials_provider(a.credentials.clone());
-            }
-            let client = aws_sdk_ecr::Client::from_conf(builder.build());
-            let out = client
-                .get_authorization_token()
-                .send()
-                .await
-                .map_err(|e| anyhow!(describe(&e)))
-                .with_context(context)?;
-            let data = out
-                .authorization_data()
-                .first()
-                .ok_or_else(|| anyhow!("authorization data was empty"))
-                .with_context(context)?;
-            Token {
-                encoded: data.authorization_token().map(str::to_owned),
-                expires_at: data.expires_at().and_then(to_system_time),
-            }
-        };
-
+        let token = authorization_token(kind, &config, assumed.as_ref())
+            .await
+            .with_context(context)?;
         let encoded = token
             .encoded
             .ok_or_else(|| anyhow!("authorization token in response was nil"))
@@ -470,6 +393,56 @@ impl EcrProvider {
         let expires_at = token_expiry(token.expires_at, session_expiry, SystemTime::now());
         tracing::info!(registry, "ECR token obtained");
         Ok(RegistryToken::obtained_now(username, password, expires_at))
+    }
+
+    /// The node's own credentials from IAM Roles Anywhere, and how they were obtained, when the
+    /// plan read its files; `None`: the SDK's default chain signs for the node.
+    async fn node_credentials(
+        &self,
+        plan: &Plan<'_>,
+        deadline: Deadline,
+    ) -> anyhow::Result<Option<(AwsCredentials, String)>> {
+        Ok(match (&self.roles_anywhere, &plan.roles_anywhere) {
+            (Some(ra), Some(loaded)) => Some((
+                crate::roles_anywhere::credentials(ra, loaded, deadline).await?,
+                ra.describe(loaded),
+            )),
+            _ => None,
+        })
+    }
+
+    /// The role session the ECR call is made with, when the plan's principal is a role: STS with
+    /// the pod's token, EKS Pod Identity, or `--assume-role` with the node's credentials.
+    async fn assume(
+        &self,
+        request: &CredentialProviderRequest,
+        plan: &Plan<'_>,
+        config: &aws_config::SdkConfig,
+        region: &str,
+    ) -> anyhow::Result<Option<AssumedRole>> {
+        Ok(match (&plan.principal, &request.service_account_token) {
+            (Principal::WebIdentity(role_arn), Some(token)) => {
+                Some(assume_role(role_arn, token, config).await?)
+            }
+            (Principal::PodIdentity(target), Some(token)) => Some(AssumedRole {
+                credentials: pod_identity::assume_role(target, token, config).await?,
+                source: format!(
+                    "EKS Pod Identity role of the service account (cluster {})",
+                    target.cluster
+                ),
+            }),
+            (Principal::NodeAssumes(role), _) => Some(
+                assume_role_as_node(
+                    role,
+                    self.roles.external_id.as_deref(),
+                    config,
+                    region,
+                    &plan.endpoints,
+                )
+                .await?,
+            ),
+            _ => None,
+        })
     }
 
     /// Whose credentials get the token, first that applies: the role a service-account
@@ -513,6 +486,54 @@ impl EcrProvider {
             .map(|v| v.trim().to_owned());
         Ok(from_env.map_or(Principal::Node, Principal::WebIdentity))
     }
+}
+
+/// The GetAuthorizationToken call of ECR Public or ECR, with the assumed role's credentials when
+/// there are any: the two APIs are separate SDK clients with separate answer shapes.
+async fn authorization_token(
+    kind: &RegistryKind,
+    config: &aws_config::SdkConfig,
+    assumed: Option<&AssumedRole>,
+) -> anyhow::Result<Token> {
+    if *kind == RegistryKind::Public {
+        let mut builder =
+            aws_sdk_ecrpublic::config::Builder::from(config).retry_classifier(aws::retry_on_429());
+        if let Some(a) = assumed {
+            builder = builder.credentials_provider(a.credentials.clone());
+        }
+        let client = aws_sdk_ecrpublic::Client::from_conf(builder.build());
+        let out = client
+            .get_authorization_token()
+            .send()
+            .await
+            .map_err(|e| anyhow!(describe(&e)))?;
+        let data = out
+            .authorization_data()
+            .ok_or_else(|| anyhow!("authorization data was empty"))?;
+        return Ok(Token {
+            encoded: data.authorization_token().map(str::to_owned),
+            expires_at: data.expires_at().and_then(to_system_time),
+        });
+    }
+    let mut builder =
+        aws_sdk_ecr::config::Builder::from(config).retry_classifier(aws::retry_on_429());
+    if let Some(a) = assumed {
+        builder = builder.credentials_provider(a.credentials.clone());
+    }
+    let client = aws_sdk_ecr::Client::from_conf(builder.build());
+    let out = client
+        .get_authorization_token()
+        .send()
+        .await
+        .map_err(|e| anyhow!(describe(&e)))?;
+    let data = out
+        .authorization_data()
+        .first()
+        .ok_or_else(|| anyhow!("authorization data was empty"))?;
+    Ok(Token {
+        encoded: data.authorization_token().map(str::to_owned),
+        expires_at: data.expires_at().and_then(to_system_time),
+    })
 }
 
 /// The token-cache key: API scope (kind, partition, region, endpoint flavour: a mirror's are its
@@ -569,94 +590,6 @@ fn cache_key(
                 .node_identity_env(STS_ENDPOINT_ENV),
         ),
     }
-}
-
-/// Exchanges the pod's token for credentials of `role_arn`.
-async fn assume_role(
-    role_arn: &str,
-    token: &Secret,
-    config: &aws_config::SdkConfig,
-) -> anyhow::Result<AssumedRole> {
-    // AssumeRoleWithWebIdentity needs no AWS credentials: the pod's token is the proof.
-    let mut sts_config =
-        aws_sdk_sts::config::Builder::from(config).retry_classifier(aws::retry_on_429());
-    sts_config.set_credentials_provider(None);
-    let sts_config = sts_config.build();
-    let sts = aws_sdk_sts::Client::from_conf(sts_config);
-    let region = config.region().map(|r| r.to_string()).unwrap_or_default();
-    let out = sts
-            .assume_role_with_web_identity()
-            .role_arn(role_arn)
-            .role_session_name(SESSION_NAME)
-            .web_identity_token(token.expose())
-            .send()
-            .await
-            .map_err(|e| anyhow!(describe(&e)))
-            .with_context(|| format!("failed to assume role {role_arn} with the service-account token (STS in region {region})"))?;
-    let credentials =
-        session_credentials(out.credentials(), "AssumeRoleWithWebIdentity", role_arn)?;
-    tracing::info!(role_arn, "assumed role with the service-account token");
-    Ok(AssumedRole {
-        credentials,
-        source: format!("assumed role {role_arn} via the service-account token"),
-    })
-}
-
-/// `--assume-role`: STS AssumeRole with the node's credentials (the default chain of `config`),
-/// in the registry's region, partition and endpoint flavour, as `config` is set up for it.
-async fn assume_role_as_node(
-    role: &RoleArn,
-    external_id: Option<&str>,
-    config: &aws_config::SdkConfig,
-    region: &str,
-    endpoints: &Endpoints,
-) -> anyhow::Result<AssumedRole> {
-    let role_arn = role.arn.as_str();
-    let sts_config = aws_sdk_sts::config::Builder::from(config)
-        .retry_classifier(aws::retry_on_429())
-        .build();
-    let sts = aws_sdk_sts::Client::from_conf(sts_config);
-    let out = sts
-        .assume_role()
-        .role_arn(role_arn)
-        .role_session_name(SESSION_NAME)
-        .set_external_id(external_id.map(str::to_owned))
-        .send()
-        .await
-        .map_err(|e| anyhow!(describe(&e)))
-        .with_context(|| {
-            format!(
-                "failed to assume role {role_arn} (--assume-role) with the node's credentials ({}; STS in region {region}, endpoint {}); check the role's trust policy{}",
-                aws::credential_source(),
-                sts_endpoint_description(region, endpoints),
-                if external_id.is_some() { " and its sts:ExternalId condition" } else { "" }
-            )
-        })?;
-    let credentials = session_credentials(out.credentials(), "AssumeRole", role_arn)?;
-    tracing::info!(role_arn, "assumed role with the node's credentials");
-    Ok(AssumedRole {
-        credentials,
-        source: format!("assumed role {role_arn} with the node's credentials (--assume-role)"),
-    })
-}
-
-/// The role session STS answered `call` with, as the credentials of the ECR call.
-fn session_credentials(
-    credentials: Option<&aws_sdk_sts::types::Credentials>,
-    call: &'static str,
-    role_arn: &str,
-) -> anyhow::Result<AwsCredentials> {
-    let c =
-        credentials.ok_or_else(|| anyhow!("STS {call} for {role_arn} returned no credentials"))?;
-    kcp_kubelet::secret::remember(c.secret_access_key());
-    kcp_kubelet::secret::remember(c.session_token());
-    Ok(AwsCredentials::new(
-        c.access_key_id(),
-        c.secret_access_key(),
-        Some(c.session_token().to_owned()),
-        to_system_time(c.expiration()),
-        call,
-    ))
 }
 
 /// An SDK error as one line without the raw response: the SDK's own verbose form ends in a Debug
@@ -729,15 +662,6 @@ fn overridden_endpoint(service_env: &str) -> Option<String> {
         "{} (from {variable})",
         host.unwrap_or_else(|| "an unparsable URL".to_owned())
     ))
-}
-
-/// The STS endpoint we expect the SDK to call, for error messages.
-fn sts_endpoint_description(region: &str, endpoints: &Endpoints) -> String {
-    if let Some(overridden) = overridden_endpoint("STS") {
-        return overridden;
-    }
-    crate::endpoint::resolve_sts(region, endpoints.fips, endpoints.dual_stack)
-        .unwrap_or_else(|e| format!("unresolved ({e})"))
 }
 
 /// The API endpoint host we expect the SDK to call, for error messages.

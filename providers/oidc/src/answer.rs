@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use kcp_kubelet::Secret;
 use serde_json::{Map, Value};
 
-use crate::protocols::ProtocolError;
+use crate::error::ProtocolError;
 
 /// The longest life believed from an answer: a huge `expires_in` (or `exp`) is read as this, so a
 /// server's mistake cannot keep a credential cached for days.

@@ -5,8 +5,10 @@
 //! [`provider`] holds the kubelet side (which entry answers, the checks on the service-account
 //! token, `cacheDuration`, the token cache); [`protocols`] the exchanges, one module per protocol;
 //! [`answer`] the reading of the answers they share (OAuth token and error bodies, `{"token"}`
-//! bodies, a credential's life).
+//! bodies, a credential's life); [`error`] why an exchange failed, which both of those make.
+//! They stack one way: `provider` → `protocols` → `answer` → `error`.
 
 pub mod answer;
+pub mod error;
 pub mod protocols;
 pub mod provider;

@@ -1,7 +1,8 @@
 //! The exchanges, one module per protocol, and what they share: [`Exchange`] (everything one
-//! exchange may use), [`Issued`] (the credential it got), [`ProtocolError`], the one HTTP call
-//! shape ([`send`]: proxy rules, retries on 429 and 5xx with `Retry-After`, the deadline, OAuth
-//! and IBM IAM error bodies quoted) and the dispatch on the entry's protocol ([`exchange`]).
+//! exchange may use), [`Issued`] (the credential it got), the one HTTP call shape ([`send`]:
+//! proxy rules, retries on 429 and 5xx with `Retry-After`, the deadline, OAuth and IBM IAM error
+//! bodies quoted) and the dispatch on the entry's protocol ([`exchange`]). [`ProtocolError`]
+//! lives in `crate::error`, below this module and `crate::answer`, and is re-exported here.
 //!
 //! A protocol module sends the service-account token to its endpoint only: the host check is done
 //! before ([`crate::provider`]), and nothing here logs a token or puts one in an error.
@@ -16,6 +17,7 @@ use kcp_plugin::http::{Call, HttpClient, HttpResponse, RetryRules, Statuses};
 use kcp_plugin::logging::error_chain;
 
 use crate::answer::{self, Token};
+pub use crate::error::ProtocolError;
 
 pub mod chainguard;
 pub mod cloudsmith;
@@ -63,44 +65,6 @@ impl Issued {
             username: username.into(),
             password: token.token,
             expires_at: token.expires_at,
-        }
-    }
-}
-
-/// Why an exchange failed. Messages name fields and hosts, never a token.
-#[derive(Debug, thiserror::Error)]
-pub enum ProtocolError {
-    /// The call failed: no connection, TLS, a timeout, the deadline (the HTTP layer's message).
-    #[error("{0}")]
-    Call(String),
-    /// The endpoint answered with an error status; `oauth` is its OAuth (or IBM IAM) error body,
-    /// quoted.
-    #[error("{host} answered HTTP {status}{}", match .oauth { Some(o) => format!(": {o}"), None if .detail.is_empty() => String::new(), None => format!(": {}", .detail) })]
-    Refused {
-        /// The endpoint's host.
-        host: String,
-        /// The HTTP status.
-        status: u16,
-        /// `error "…" ("…")` from an OAuth error body, or `error "BXNIM…" ("…")` from IBM IAM's.
-        oauth: Option<String>,
-        /// Otherwise a short redacted excerpt of the body.
-        detail: String,
-    },
-    /// The answer was not usable (no token, not JSON, a bad `expires_in`).
-    #[error("{0}")]
-    Answer(String),
-    /// The exchange cannot be made for this request or entry (a missing annotation, a bad
-    /// endpoint).
-    #[error("{0}")]
-    Input(String),
-}
-
-impl ProtocolError {
-    /// The HTTP status of a refusal.
-    pub fn status(&self) -> Option<u16> {
-        match self {
-            ProtocolError::Refused { status, .. } => Some(*status),
-            _ => None,
         }
     }
 }

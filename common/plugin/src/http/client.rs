@@ -9,12 +9,11 @@ use std::time::Duration;
 use reqwest::{Method, Url};
 
 use super::crypto::install_crypto_provider;
-use super::error::{status_error, transport_error};
+use super::error::{HttpError, status_error, transport_error};
 use super::proxy::{Kind, ProxyConfig, Route};
-use super::{
-    CONNECT_TIMEOUT, DEADLINE_SLACK, HttpError, HttpResponse, MAX_BODY_BYTES, REQUEST_TIMEOUT,
-    Statuses,
-};
+use super::response::HttpResponse;
+use super::statuses::Statuses;
+use super::{CONNECT_TIMEOUT, DEADLINE_SLACK, MAX_BODY_BYTES, REQUEST_TIMEOUT};
 use crate::deadline::Deadline;
 use crate::endpoint::describe;
 

@@ -5,7 +5,8 @@
 use reqwest::Url;
 
 use super::redact::excerpt;
-use super::{HttpResponse, Statuses};
+use super::response::HttpResponse;
+use super::statuses::Statuses;
 
 /// Why an HTTP call failed. Messages name the URL's host, never a token.
 #[derive(Debug, thiserror::Error)]

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use reqwest::Url;
 
-use super::HttpError;
+use super::error::HttpError;
 use crate::endpoint::{describe, is_loopback};
 
 /// Where a request goes, which decides whether proxies apply.

@@ -7,8 +7,11 @@ use std::time::{Duration, SystemTime};
 
 use reqwest::{Method, Url};
 
-use super::error::status_error;
-use super::{CallError, HttpClient, HttpError, HttpResponse, Route};
+use super::client::HttpClient;
+use super::error::{CallError, HttpError, status_error};
+use super::proxy::Route;
+use super::response::HttpResponse;
+use super::statuses::Statuses;
 use crate::deadline::Deadline;
 use crate::retry::{Retry, RetryPolicy, retry, retry_after};
 
@@ -39,26 +42,6 @@ impl<'a> Call<'a> {
             body: None,
             what,
         }
-    }
-}
-
-/// A set of HTTP statuses, as inclusive ranges.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Statuses(pub &'static [(u16, u16)]);
-
-impl Statuses {
-    /// 2xx.
-    pub const SUCCESS: Statuses = Statuses(&[(200, 299)]);
-    /// Every status: the caller judges each answer itself.
-    pub const ANY: Statuses = Statuses(&[(0, u16::MAX)]);
-    /// 429 and 5xx: throttling and server trouble, which another try may get past.
-    pub const THROTTLED_OR_SERVER_ERROR: Statuses = Statuses(&[(429, 429), (500, u16::MAX)]);
-
-    /// Whether `status` is in the set.
-    pub fn contains(self, status: u16) -> bool {
-        self.0
-            .iter()
-            .any(|&(low, high)| (low..=high).contains(&status))
     }
 }
 

@@ -5,8 +5,9 @@
 //! ([`PublishedEntry`] is what both sides check). The DaemonSet mounts that Secret and
 //! `credential-provider-check wait` calls [`sync_from_dir`], which makes the node's copies follow
 //! it. The providers do not change: a node started with the same shared identity looks up the
-//! same key ([`SharedIdentity`], `CacheKey::shared_as`), finds the copy and answers without an
-//! upstream call; a node whose copy is missing, expired or refused fetches on its own.
+//! same key ([`SharedIdentity`](super::SharedIdentity), `CacheKey::shared_as`), finds the copy
+//! and answers without an upstream call; a node whose copy is missing, expired or refused
+//! fetches on its own.
 //!
 //! A Secret is input from the cluster, not from this node, so a published entry passes every
 //! check a local entry does and more before it is copied:
@@ -47,6 +48,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::key::{escape, stem_of};
 use super::{
     CacheFile, Entry, MAX_ENTRY_BYTES, MAX_SCANNED, SHARED_PART, TokenCache, cache_file_name, files,
 };
@@ -58,39 +60,6 @@ use crate::time::unix_secs;
 pub const MAX_ADOPTED_ENTRIES: usize = 100;
 /// At most this many bytes of copies are kept (what one Secret can hold at most).
 pub const MAX_ADOPTED_BYTES: u64 = 1024 * 1024;
-
-/// The name of a group of nodes that share one cloud identity (e.g. one node role), and so may
-/// share registry tokens: `--token-cache-shared-identity`. Lowercase letters, digits, `-` and
-/// `.`, starting and ending with a letter or digit, at most 63 characters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SharedIdentity(String);
-
-impl SharedIdentity {
-    /// Checks `name`; the error says what is wrong with it.
-    pub fn parse(name: &str) -> Result<Self, String> {
-        let ok_edge =
-            |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        let valid = !name.is_empty()
-            && name.len() <= 63
-            && name
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
-            && ok_edge(name.chars().next())
-            && ok_edge(name.chars().last());
-        if valid {
-            Ok(SharedIdentity(name.to_owned()))
-        } else {
-            Err(format!(
-                "shared identity {name:?} is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit"
-            ))
-        }
-    }
-
-    /// The name nodes opt in with.
-    pub fn name(&self) -> &str {
-        &self.0
-    }
-}
 
 /// The mark on a copied entry: which publication it was made from and when this node first saw
 /// it. Entries that providers write never carry it.
@@ -287,7 +256,7 @@ impl PublishedEntry {
         if entry.fleet.is_some() {
             return Err("it is a node's copy, not an entry a provider wrote".into());
         }
-        if super::stem_of(&entry.key) != stem {
+        if stem_of(&entry.key) != stem {
             return Err("its key does not hash to its file name".into());
         }
         Ok(PublishedEntry {
@@ -337,7 +306,7 @@ impl TokenCache {
             return Err("this node has no shared identity".into());
         };
         let PublishedEntry { stem, entry } = PublishedEntry::parse(name, bytes)?;
-        let wanted = format!(";{SHARED_PART}={};identity=", super::escape(shared.name()));
+        let wanted = format!(";{SHARED_PART}={};identity=", escape(shared.name()));
         if !entry.key.contains(&wanted) {
             return Err(format!(
                 "it is not for the shared identity {:?}",
@@ -506,7 +475,7 @@ pub mod fuzz {
                 "{reason:?}"
             ),
             Ok(entry) => {
-                assert_eq!(super::super::stem_of(entry.key()), entry.stem());
+                assert_eq!(super::stem_of(entry.key()), entry.stem());
                 assert_eq!(format!("{}.json", entry.stem()), name);
                 assert!(entry.fetched_at() <= entry.expires_at());
                 let issuer = super::super::Issuer::of_key(entry.key())

@@ -1,10 +1,10 @@
 //! Cache keys: what an entry is for (provider and scope, in clear) and who fetched it (identity
-//! parts, only as a hash), and how fleet mode's shared identity stands in for the node's own.
+//! parts, only as a hash), and how fleet mode's shared identity ([`SharedIdentity`], checked
+//! here because a key is what it changes) stands in for the node's own.
 
 use kcp_kubelet::secret::Secret;
 
 use super::SHARED_PART;
-use super::fleet::SharedIdentity;
 use super::issuer::Issuer;
 use crate::jwt::ServiceAccountClaims;
 
@@ -146,6 +146,39 @@ impl CacheKey {
     /// The entry's file name stem: a hash of the canonical text.
     pub(super) fn file_stem(&self) -> String {
         stem_of(&self.canonical())
+    }
+}
+
+/// The name of a group of nodes that share one cloud identity (e.g. one node role), and so may
+/// share registry tokens: `--token-cache-shared-identity`. Lowercase letters, digits, `-` and
+/// `.`, starting and ending with a letter or digit, at most 63 characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedIdentity(String);
+
+impl SharedIdentity {
+    /// Checks `name`; the error says what is wrong with it.
+    pub fn parse(name: &str) -> Result<Self, String> {
+        let ok_edge =
+            |c: Option<char>| c.is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let valid = !name.is_empty()
+            && name.len() <= 63
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '.')
+            && ok_edge(name.chars().next())
+            && ok_edge(name.chars().last());
+        if valid {
+            Ok(SharedIdentity(name.to_owned()))
+        } else {
+            Err(format!(
+                "shared identity {name:?} is not a name: use 1 to 63 lowercase letters, digits, '-' or '.', starting and ending with a letter or digit"
+            ))
+        }
+    }
+
+    /// The name nodes opt in with.
+    pub fn name(&self) -> &str {
+        &self.0
     }
 }
 

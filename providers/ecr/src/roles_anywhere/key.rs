@@ -86,130 +86,199 @@ pub fn load(
     certificate: &PublicKey,
     certificate_path: &Path,
 ) -> Result<Signer, String> {
-    let shown = path.display();
-    if path.to_string_lossy().starts_with("pkcs11:") {
-        return Err(format!(
-            "the IAM Roles Anywhere private key {shown} is a PKCS#11 URI, which this provider does not use; {SUPPORTED}"
-        ));
-    }
-    let owner = kcp_plugin::safe_file::current_owner();
-    let bytes = match kcp_plugin::safe_file::read_owned_file(path, &owner, MAX_KEY_FILE) {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => {
-            return Err(format!(
-                "the IAM Roles Anywhere private key {shown} does not exist"
-            ));
-        }
-        Err(reason) => {
-            return Err(format!(
-                "the IAM Roles Anywhere private key {shown} is refused: {reason}; it must be a regular file owned by the user running the provider and readable by no other user (chmod 600)"
-            ));
-        }
+    let file = KeyFile {
+        key: path,
+        certificate: certificate_path,
     };
-    let text = String::from_utf8(bytes).map_err(|_| {
-        format!("the IAM Roles Anywhere private key {shown} is not PEM text; {SUPPORTED}")
-    })?;
+    let text = file.read_text()?;
     let blocks = pem::blocks(&text).map_err(|e| {
-        format!("the IAM Roles Anywhere private key {shown} is not valid PEM ({e}); {SUPPORTED}")
+        format!(
+            "the IAM Roles Anywhere private key {} is not valid PEM ({e}); {SUPPORTED}",
+            file.shown()
+        )
     })?;
-    let Some(block) = blocks.iter().find(|b| b.label.ends_with("PRIVATE KEY")) else {
-        return Err(format!(
-            "the IAM Roles Anywhere private key {shown} holds no PEM private key block; {SUPPORTED}"
-        ));
-    };
-    let refuse = |what: &str| {
-        format!(
-            "the IAM Roles Anywhere private key {shown} is {what}, which this provider does not use; {SUPPORTED}"
-        )
-    };
-    if block.encrypted || block.label == "ENCRYPTED PRIVATE KEY" {
-        return Err(refuse("encrypted"));
-    }
-    let parsed = match block.label.as_str() {
-        "RSA PRIVATE KEY" => Parsed::RsaPkcs1(&block.der),
-        "EC PRIVATE KEY" => sec1(&block.der, None).map_err(|e| refuse(&e))?,
-        "PRIVATE KEY" => pkcs8(&block.der).map_err(|e| refuse(&e))?,
-        "TSS2 PRIVATE KEY" => return Err(refuse("a TPM key (TSS2)")),
-        other => return Err(refuse(&format!("a {other:?} block"))),
-    };
-    let mismatch = || {
-        format!(
-            "the IAM Roles Anywhere private key {shown} does not match the certificate {}: give the key the certificate was issued for",
-            certificate_path.display()
-        )
-    };
-    let invalid = |why: &str| {
-        format!(
-            "the IAM Roles Anywhere private key {shown} is not a valid key ({why}); {SUPPORTED}"
-        )
-    };
+    let parsed = file.parse(&blocks)?;
     if let PublicKey::Other(what) = certificate {
         return Err(format!(
             "the IAM Roles Anywhere certificate {} holds {what}; the certificate must hold an RSA, EC P-256 or EC P-384 key",
             certificate_path.display()
         ));
     }
-    let rng = SystemRandom::new();
     match parsed {
-        Parsed::RsaPkcs1(der) | Parsed::RsaPkcs8(der) => {
-            let key = match parsed {
-                Parsed::RsaPkcs1(_) => RsaKeyPair::from_der(der),
-                _ => RsaKeyPair::from_pkcs8(der),
-            }
-            .map_err(|e| invalid(&format!("RSA: {e}")))?;
-            match certificate {
-                PublicKey::Rsa(public) if public.as_slice() == key.public().as_ref() => {
-                    Ok(Signer::Rsa(key))
-                }
-                _ => Err(mismatch()),
-            }
-        }
+        Parsed::RsaPkcs1(der) => file.rsa(RsaKeyPair::from_der(der), certificate),
+        Parsed::RsaPkcs8(der) => file.rsa(RsaKeyPair::from_pkcs8(der), certificate),
         Parsed::Ec {
             curve,
             scalar,
             public,
         } => {
             let PublicKey::Ec(cert_curve, cert_point) = certificate else {
-                return Err(mismatch());
+                return Err(file.mismatch());
             };
             if *cert_curve != curve {
-                return Err(mismatch());
+                return Err(file.mismatch());
             }
             match curve {
-                Curve::P256 => {
-                    let alg = &rs::ECDSA_P256_SHA256_ASN1_SIGNING;
-                    if let Some(own) = public {
-                        EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, own, &rng)
-                            .map_err(|e| invalid(&format!("EC P-256: {e}")))?;
-                    }
-                    // ring checks that the pair is consistent: with the certificate's point,
-                    // that is the match.
-                    EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, cert_point, &rng)
-                        .map(Signer::P256)
-                        .map_err(|_| mismatch())
-                }
-                Curve::P384 => {
-                    let key = p384::ecdsa::SigningKey::from_slice(scalar)
-                        .map_err(|_| invalid("EC P-384: the private scalar is out of range"))?;
-                    let point = |compress: bool| {
-                        key.verifying_key()
-                            .to_sec1_point(compress)
-                            .as_bytes()
-                            .to_vec()
-                    };
-                    if let Some(own) = public
-                        && own != point(own.len() == 49).as_slice()
-                    {
-                        return Err(invalid("EC P-384: its public key is not its private key's"));
-                    }
-                    if *cert_point == point(cert_point.len() == 49) {
-                        Ok(Signer::P384(Box::new(key)))
-                    } else {
-                        Err(mismatch())
-                    }
-                }
+                Curve::P256 => file.p256(scalar, public, cert_point),
+                Curve::P384 => file.p384(scalar, public, cert_point),
             }
         }
+    }
+}
+
+/// The key file and the certificate it must belong to: the steps of [`load`], and the errors
+/// they give, each naming the file it is about.
+struct KeyFile<'a> {
+    /// The private key file.
+    key: &'a Path,
+    /// The certificate the key must belong to.
+    certificate: &'a Path,
+}
+
+impl KeyFile<'_> {
+    /// The key file's path as errors show it.
+    fn shown(&self) -> std::path::Display<'_> {
+        self.key.display()
+    }
+
+    /// The key file's text: never a PKCS#11 URI, only a file of the running user that nobody
+    /// else may read, and UTF-8 (PEM).
+    fn read_text(&self) -> Result<String, String> {
+        let (path, shown) = (self.key, self.shown());
+        if path.to_string_lossy().starts_with("pkcs11:") {
+            return Err(format!(
+                "the IAM Roles Anywhere private key {shown} is a PKCS#11 URI, which this provider does not use; {SUPPORTED}"
+            ));
+        }
+        let owner = kcp_plugin::safe_file::current_owner();
+        let bytes = match kcp_plugin::safe_file::read_owned_file(path, &owner, MAX_KEY_FILE) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => {
+                return Err(format!(
+                    "the IAM Roles Anywhere private key {shown} does not exist"
+                ));
+            }
+            Err(reason) => {
+                return Err(format!(
+                    "the IAM Roles Anywhere private key {shown} is refused: {reason}; it must be a regular file owned by the user running the provider and readable by no other user (chmod 600)"
+                ));
+            }
+        };
+        String::from_utf8(bytes).map_err(|_| {
+            format!("the IAM Roles Anywhere private key {shown} is not PEM text; {SUPPORTED}")
+        })
+    }
+
+    /// The file's first private key block, parsed by its label; encrypted keys, TPM keys and
+    /// other kinds of block are refused.
+    fn parse<'b>(&self, blocks: &'b [pem::Block]) -> Result<Parsed<'b>, String> {
+        let Some(block) = blocks.iter().find(|b| b.label.ends_with("PRIVATE KEY")) else {
+            return Err(format!(
+                "the IAM Roles Anywhere private key {} holds no PEM private key block; {SUPPORTED}",
+                self.shown()
+            ));
+        };
+        let refuse = |what: &str| self.refuse(what);
+        if block.encrypted || block.label == "ENCRYPTED PRIVATE KEY" {
+            return Err(refuse("encrypted"));
+        }
+        match block.label.as_str() {
+            "RSA PRIVATE KEY" => Ok(Parsed::RsaPkcs1(&block.der)),
+            "EC PRIVATE KEY" => sec1(&block.der, None).map_err(|e| refuse(&e)),
+            "PRIVATE KEY" => pkcs8(&block.der).map_err(|e| refuse(&e)),
+            "TSS2 PRIVATE KEY" => Err(refuse("a TPM key (TSS2)")),
+            other => Err(refuse(&format!("a {other:?} block"))),
+        }
+    }
+
+    /// An RSA key's signer (`key` as ring read it from either form), when its public half is the
+    /// certificate's.
+    fn rsa(
+        &self,
+        key: Result<RsaKeyPair, ring::error::KeyRejected>,
+        certificate: &PublicKey,
+    ) -> Result<Signer, String> {
+        let key = key.map_err(|e| self.invalid(&format!("RSA: {e}")))?;
+        match certificate {
+            PublicKey::Rsa(public) if public.as_slice() == key.public().as_ref() => {
+                Ok(Signer::Rsa(key))
+            }
+            _ => Err(self.mismatch()),
+        }
+    }
+
+    /// A P-256 key's signer (ring): its own public point, when the file has one, must be its
+    /// private scalar's, and the certificate's point must be too.
+    fn p256(
+        &self,
+        scalar: &[u8],
+        public: Option<&[u8]>,
+        cert_point: &[u8],
+    ) -> Result<Signer, String> {
+        let rng = SystemRandom::new();
+        let alg = &rs::ECDSA_P256_SHA256_ASN1_SIGNING;
+        if let Some(own) = public {
+            EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, own, &rng)
+                .map_err(|e| self.invalid(&format!("EC P-256: {e}")))?;
+        }
+        // ring checks that the pair is consistent: with the certificate's point, that is the
+        // match.
+        EcdsaKeyPair::from_private_key_and_public_key(alg, scalar, cert_point, &rng)
+            .map(Signer::P256)
+            .map_err(|_| self.mismatch())
+    }
+
+    /// A P-384 key's signer (the `p384` crate), with the same two checks as [`Self::p256`], the
+    /// points compared in the form (compressed or not) each is written in.
+    fn p384(
+        &self,
+        scalar: &[u8],
+        public: Option<&[u8]>,
+        cert_point: &[u8],
+    ) -> Result<Signer, String> {
+        let key = p384::ecdsa::SigningKey::from_slice(scalar)
+            .map_err(|_| self.invalid("EC P-384: the private scalar is out of range"))?;
+        let point = |compress: bool| {
+            key.verifying_key()
+                .to_sec1_point(compress)
+                .as_bytes()
+                .to_vec()
+        };
+        if let Some(own) = public
+            && own != point(own.len() == 49).as_slice()
+        {
+            return Err(self.invalid("EC P-384: its public key is not its private key's"));
+        }
+        if *cert_point == point(cert_point.len() == 49) {
+            Ok(Signer::P384(Box::new(key)))
+        } else {
+            Err(self.mismatch())
+        }
+    }
+
+    /// A kind of key this provider does not use.
+    fn refuse(&self, what: &str) -> String {
+        format!(
+            "the IAM Roles Anywhere private key {} is {what}, which this provider does not use; {SUPPORTED}",
+            self.shown()
+        )
+    }
+
+    /// A key that is not the certificate's.
+    fn mismatch(&self) -> String {
+        format!(
+            "the IAM Roles Anywhere private key {} does not match the certificate {}: give the key the certificate was issued for",
+            self.shown(),
+            self.certificate.display()
+        )
+    }
+
+    /// A key of a supported kind that does not hold together.
+    fn invalid(&self, why: &str) -> String {
+        format!(
+            "the IAM Roles Anywhere private key {} is not a valid key ({why}); {SUPPORTED}",
+            self.shown()
+        )
     }
 }
 

@@ -9,7 +9,8 @@ use kcp_oidc_registries::Chainguard;
 use reqwest::Method;
 
 use super::vendor::{self, VendorCall};
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
+use crate::error::ProtocolError;
 
 /// The user name sent with the issued token when the entry sets none: the registry reads the
 /// identity from the token, and Chainguard's own examples log in with this one.

@@ -9,7 +9,8 @@ use kcp_oidc_registries::Cloudsmith;
 use serde_json::json;
 
 use super::vendor;
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
+use crate::error::ProtocolError;
 
 /// What to check when Cloudsmith refuses.
 const HINT: &str = "check the organization's OpenID Connect provider in Cloudsmith (its provider URL: the cluster's service-account issuer; its claims; serviceSlug among its service accounts) and organization";

@@ -13,7 +13,8 @@ use kcp_oidc_registries::IbmIam;
 use reqwest::Method;
 
 use super::vendor::{self, VendorCall};
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
+use crate::error::ProtocolError;
 
 /// IAM's token endpoint, under the IAM URL.
 pub const TOKEN_PATH: [&str; 2] = ["identity", "token"];

@@ -11,7 +11,8 @@ use kcp_oidc_registries::Jfrog;
 use serde_json::{Map, Value};
 
 use super::vendor;
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
+use crate::error::ProtocolError;
 
 /// The Access service's OIDC token endpoint, under the platform URL.
 pub const TOKEN_PATH: [&str; 5] = ["access", "api", "v1", "oidc", "token"];

@@ -4,7 +4,8 @@
 
 use kcp_oidc_registries::Passthrough;
 
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
+use crate::error::ProtocolError;
 
 /// The credential: the configured user name and the token, for the token's own life.
 pub(crate) async fn exchange(

@@ -11,7 +11,8 @@ use kcp_oidc_registries::{QuayRobot, RobotSource};
 use reqwest::Method;
 
 use super::vendor::{self, VendorCall};
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
+use crate::error::ProtocolError;
 
 /// The federation endpoint, under the registry's URL.
 pub const TOKEN_PATH: [&str; 4] = ["oauth2", "federation", "robot", "token"];

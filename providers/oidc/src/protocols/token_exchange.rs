@@ -16,8 +16,9 @@ use kcp_oidc_registries::TokenExchange;
 use kcp_plugin::http::{Call, Route};
 use reqwest::Method;
 
-use super::{Exchange, Issued, ProtocolError};
+use super::{Exchange, Issued};
 use crate::answer;
+use crate::error::ProtocolError;
 
 /// RFC 8693's grant type.
 pub const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";

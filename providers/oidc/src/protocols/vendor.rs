@@ -9,8 +9,9 @@ use reqwest::Method;
 use serde_json::{Map, Value};
 use url::Url;
 
-use super::{Exchange, ProtocolError};
+use super::Exchange;
 use crate::answer::{self, Token};
+use crate::error::ProtocolError;
 
 /// One vendor call: what [`token_call`] sends.
 pub(crate) struct VendorCall<'a> {

@@ -1,7 +1,7 @@
 //! Fleet mode's unit tests (Unix): shared keys, and how a node's copies follow the published
 //! Secret (bounds, authority, withdrawal, caps, clocks).
 
-use super::super::{CacheKey, Issuer, RegistryToken, Source, TokenCache};
+use super::super::{CacheKey, Issuer, RegistryToken, SharedIdentity, Source, TokenCache};
 use super::*;
 use kcp_kubelet::secret::Secret;
 use serde_json::{Value, json};
