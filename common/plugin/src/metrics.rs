@@ -94,7 +94,7 @@ impl ErrorClass {
         ErrorClass::Other,
     ];
 
-    /// The label value.
+    /// The `class` label of an `error` outcome in `credential_provider_requests_total`.
     pub fn label(self) -> &'static str {
         match self {
             ErrorClass::Usage => "usage",
@@ -254,7 +254,7 @@ impl MetricsFile {
         self
     }
 
-    /// The path.
+    /// `--metrics-file` (or its env twin), as named in the start-up log line.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -164,12 +164,7 @@ fn token_cache(args: &CommonArgs, jitter: u8) -> Result<Option<TokenCache>, Stri
     let on = match args.token_cache {
         Some(on) => Some(on),
         None => match env_text(token_cache::ENABLE_ENV) {
-            Some(text) => Some(parse_bool(&text).ok_or_else(|| {
-                format!(
-                    "{}: {text:?} is not a boolean (true/false)",
-                    token_cache::ENABLE_ENV
-                )
-            })?),
+            Some(text) => Some(parse_bool(token_cache::ENABLE_ENV, &text)?),
             None => None,
         },
     };
@@ -210,12 +205,13 @@ fn env_text(name: &str) -> Option<String> {
         .filter(|v| !v.is_empty())
 }
 
-/// `true`/`false` and the usual spellings of them, as clap's boolish parser reads flags.
-fn parse_bool(text: &str) -> Option<bool> {
+/// The variable `name`'s `text` as `true`/`false` and the usual spellings of them, as clap's
+/// boolish parser reads flags.
+fn parse_bool(name: &str, text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "y" | "on" => Some(true),
-        "false" | "0" | "no" | "n" | "off" => Some(false),
-        _ => None,
+        "true" | "1" | "yes" | "y" | "on" => Ok(true),
+        "false" | "0" | "no" | "n" | "off" => Ok(false),
+        _ => Err(format!("{name}: {text:?} is not a boolean (true/false)")),
     }
 }
 

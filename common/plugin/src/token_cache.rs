@@ -207,7 +207,7 @@ impl TokenCache {
         self
     }
 
-    /// The directory.
+    /// Where the entries live (shown in the start-up log line and by the checker's `wait`).
     pub fn dir(&self) -> &Path {
         &self.dir
     }

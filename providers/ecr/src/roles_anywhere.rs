@@ -124,7 +124,7 @@ pub struct Arn {
     pub arn: String,
     /// Its partition (`aws`, `aws-cn`, `aws-us-gov`, …).
     pub partition: String,
-    /// Its region.
+    /// The region part, where the resource's API is called.
     pub region: String,
 }
 
@@ -205,17 +205,18 @@ fn session_duration(text: &str, what: &str) -> Result<Duration, String> {
 /// IAM Roles Anywhere, configured and checked (no file read yet: files are read per exec).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RolesAnywhere {
-    /// The certificate file.
+    /// `--roles-anywhere-certificate`: the node's X.509 certificate (PEM), re-read on every exec
+    /// so a rotated one is picked up.
     pub certificate: PathBuf,
-    /// The private key file.
+    /// `--roles-anywhere-private-key`: its key (PEM: PKCS#8, PKCS#1 RSA or SEC1 EC).
     pub private_key: PathBuf,
-    /// The intermediates bundle.
+    /// `--roles-anywhere-intermediates`: CA certificates between it and the trust anchor.
     pub intermediates: Option<PathBuf>,
-    /// The trust anchor.
+    /// `--roles-anywhere-trust-anchor-arn`: its region is where `CreateSession` is sent.
     pub trust_anchor: Arn,
-    /// The profile.
+    /// `--roles-anywhere-profile-arn`: the roles it may assume and the session policies applied.
     pub profile: Arn,
-    /// The role.
+    /// `--roles-anywhere-role-arn`: the IAM role the session's keys belong to.
     pub role_arn: String,
     /// The session's length.
     pub session_duration: Duration,

@@ -5,9 +5,9 @@ use std::time::SystemTime;
 /// An answer: always 2xx from [`HttpClient::send`], any status from [`HttpClient::fetch`].
 #[derive(Debug, Clone)]
 pub struct HttpResponse {
-    /// The status code.
+    /// The HTTP status, which callers of `fetch` turn into their own errors.
     pub status: u16,
-    /// The body.
+    /// Read whole, up to the client's body limit; may hold a token, so never logged as is.
     pub body: Vec<u8>,
     /// Response headers, lower-cased names.
     pub headers: Vec<(String, String)>,

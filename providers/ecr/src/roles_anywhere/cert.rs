@@ -64,7 +64,7 @@ pub struct Certificate {
     pub not_before: SystemTime,
     /// Validity end.
     pub not_after: SystemTime,
-    /// The public key.
+    /// Checked against the private key before any request, so a mismatched pair fails locally.
     pub public_key: PublicKey,
     /// Lower-case hex SHA-256 of the DER: the certificate's identity in the token cache.
     pub sha256: String,
