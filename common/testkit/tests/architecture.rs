@@ -8,6 +8,7 @@ mod architecture {
     pub mod docs;
     pub mod functions;
     pub mod imports;
+    pub mod names;
     pub mod sources;
 }
 
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use architecture::docs::{restates, restating_docs};
 use architecture::functions::{MAX_FUNCTION_LINES, long_functions, tri_state_functions};
 use architecture::imports::circles;
+use architecture::names::confusing_names;
 use architecture::sources::crates;
 use kcp_testkit::TempDir;
 
@@ -94,6 +96,16 @@ fn no_production_function_returns_option_bool() {
     assert!(
         found.is_empty(),
         "functions answering Option<bool> (give the three cases an enum with a name each):\n  {}",
+        found.join("\n  ")
+    );
+}
+
+#[test]
+fn type_names_are_neither_std_traits_nor_repeated_in_a_crate() {
+    let found = confusing_names(&crates(&repo()));
+    assert!(
+        found.is_empty(),
+        "type names that mislead (rename them after what they hold):\n  {}",
         found.join("\n  ")
     );
 }
@@ -182,6 +194,36 @@ fn circles_are_found_through_uses_paths_and_reexports() {
             "x (lib): under crate: a → b (x/src/a.rs:1), b → a (x/src/b.rs:1)",
             "x (lib): under crate: d → e (x/src/d.rs:2), e → d (x/src/e.rs:3)",
             "x (lib): under crate::e::inner: deep → low (x/src/e/inner/deep.rs:1), low → deep (x/src/e/inner/low.rs:2)",
+        ]
+    );
+}
+
+#[test]
+fn confusing_names_finds_std_trait_names_and_repeats_across_modules() {
+    let tmp = TempDir::new("arch-names");
+    let root = tmp.path();
+    workspace(root, "z");
+    write(
+        root,
+        "z/src/lib.rs",
+        "mod a;\nmod b;\npub struct Sync;\n#[cfg(unix)]\npub struct Twin;\n#[cfg(windows)]\npub struct Twin;\n\
+         #[cfg(test)]\nstruct Clone;\n",
+    );
+    write(
+        root,
+        "z/src/a.rs",
+        "pub struct Target;\npub enum Error {}\n",
+    );
+    write(
+        root,
+        "z/src/b.rs",
+        "pub enum Target {}\n#[cfg(test)]\nmod tests { struct Error; }\n",
+    );
+    assert_eq!(
+        confusing_names(&crates(root)),
+        [
+            "z (lib): Target in z/src/a.rs, z/src/b.rs",
+            "z/src/lib.rs: Sync is a standard trait's name",
         ]
     );
 }
