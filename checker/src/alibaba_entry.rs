@@ -19,8 +19,8 @@ const OIDC_PROVIDER_ARN_ENV: &str = "ALIBABA_CLOUD_OIDC_PROVIDER_ARN";
 
 /// Whether the entry runs this project's `alibaba-credential-provider`.
 fn is_alibaba(p: &Provider) -> bool {
-    kcp_kubelet::flags::for_binary(&p.name)
-        .is_some_and(|f| f.binary == kcp_kubelet::flags::ALIBABA.binary)
+    kcp_provider_args::flags::for_binary(&p.name)
+        .is_some_and(|f| f.binary == kcp_provider_args::flags::ALIBABA.binary)
 }
 
 /// Adds the warnings about each alibaba entry's service-account mode to `v`.

@@ -18,8 +18,8 @@ pub const CONFIG_ENV: &str = "OIDC_CREDENTIAL_PROVIDER_CONFIG";
 
 /// Whether the entry runs this project's `oidc-credential-provider`.
 pub fn is_oidc(p: &Provider) -> bool {
-    kcp_kubelet::flags::for_binary(&p.name)
-        .is_some_and(|f| f.binary == kcp_kubelet::flags::OIDC.binary)
+    kcp_provider_args::flags::for_binary(&p.name)
+        .is_some_and(|f| f.binary == kcp_provider_args::flags::OIDC.binary)
 }
 
 /// The registries file an oidc entry names (its `--config`, else `env`'s [`CONFIG_ENV`]), as the

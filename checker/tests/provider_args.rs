@@ -1,6 +1,6 @@
 //! `validate` on the `args` of this project's providers (issue #25): an arg the binary would
 //! refuse is an error naming it and the closest known flag, and the flag tables the checker reads
-//! (`kcp_kubelet::flags`) are exactly what the built binaries take.
+//! (`kcp_provider_args::flags`) are exactly what the built binaries take.
 // Test code: a panic is a failed assertion.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
@@ -9,7 +9,7 @@ mod common;
 use std::process::Command;
 
 use common::{check, exe, messages, target_bin_dir, v1_config};
-use kcp_kubelet::flags::{Kind, PROVIDERS};
+use kcp_provider_args::flags::{Kind, PROVIDERS};
 use kcp_testkit::TempDir;
 
 /// A config with five of our providers, each with `args` (YAML flow sequences).
@@ -239,7 +239,7 @@ fn the_tables_are_what_the_built_binaries_take() {
         for name in &listed {
             assert!(
                 longs.contains(name),
-                "{binary} --help lists --{name}, which kcp_kubelet::flags does not know"
+                "{binary} --help lists --{name}, which kcp_provider_args::flags does not know"
             );
         }
         // Every flag of the table is taken (help first, so no value is judged).

@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use kcp_kubelet::cache_hint::JITTER_ENV;
-use kcp_kubelet::{flags, yaml11};
+use kcp_kubelet::yaml11;
 use kcp_plugin::token_cache::{
     DIR_ENV, ENABLE_ENV, MAX_ADOPTED_ENTRIES, PRINT_KEY_ENV, SHARED_IDENTITY_ENV,
 };
+use kcp_provider_args::flags;
 
 /// A setting the controller makes itself for every provider run (see `fetch`): a target may set
 /// it neither in `args` nor in `env`, since it would change where the entry goes, under which

@@ -511,7 +511,7 @@ fn alibaba_instance_host(value: &str) -> Option<String> {
 /// A mirror's source host (with port, if given as `host:port=destination`), read with the
 /// providers' own parser: one entry per option.
 fn mirror_source(option: &str, destination: &str, value: &str) -> Result<String, CommandError> {
-    match kcp_kubelet::mirror::parse_entry(value) {
+    match kcp_provider_args::mirror::parse_entry(value) {
         Some(mirror) => Ok(mirror.source),
         None => usage(format!(
             "{option} expects SOURCE:{destination} (or SOURCE:PORT={destination}), got {value:?}"

@@ -53,7 +53,7 @@ pub struct Validation {
     pub warnings: Vec<Finding>,
     /// Fine, but worth knowing (version requirements).
     pub notes: Vec<Finding>,
-    /// `args` that one of this project's providers refuses (see [`kcp_kubelet::flags`]): the kubelet
+    /// `args` that one of this project's providers refuses (see [`kcp_provider_args::flags`]): the kubelet
     /// starts, but every exec of that plugin fails with exit 2.
     pub arguments: Vec<Finding>,
 }
@@ -555,8 +555,9 @@ fn warnings(p: &Provider, out: &mut Vec<Finding>) {
 /// `--registry-mirror` in a provider's args: the kubelet runs the plugin only for images
 /// `matchImages` lets through, so a mirror source outside it is never answered.
 fn mirror_warnings(p: &Provider, warn: &mut impl FnMut(String)) {
-    let (mirrors, problems) =
-        kcp_kubelet::mirror::parse_mirrors(&kcp_kubelet::mirror::values_in_args(&p.args));
+    let (mirrors, problems) = kcp_provider_args::mirror::parse_mirrors(
+        &kcp_provider_args::mirror::values_in_args(&p.args),
+    );
     for problem in problems {
         warn(format!(
             "{problem} (acr-credential-provider skips it, ecr-credential-provider refuses to start)"
@@ -580,7 +581,7 @@ fn mirror_warnings(p: &Provider, warn: &mut impl FnMut(String)) {
 /// `args`: unknown flags (with the closest known one), a missing value, a boolean's value as a
 /// separate word, stray words, `--help`/`--version`.
 fn argument_errors(p: &Provider) -> Vec<Finding> {
-    let Some(flags) = kcp_kubelet::flags::for_binary(&p.name) else {
+    let Some(flags) = kcp_provider_args::flags::for_binary(&p.name) else {
         return Vec::new();
     };
     let mut found: Vec<Finding> = flags

@@ -5,6 +5,8 @@
 //! provider links it, so it holds the wire contract only: it spawns no process and carries no
 //! config validation. The kubelet's own side (reading and validating `CredentialProviderConfig`,
 //! running a plugin and judging its stdout) is the checker's, in `kcp-kubelet-emulation`.
+//! It names none of this project's flags either: what our provider binaries accept on their
+//! command line (flag tables, Go's flag syntax, mirror mappings) is `kcp-provider-args`'s.
 //!
 //! - [`protocol`]: `CredentialProviderRequest`/`Response`, v1, v1beta1 and v1alpha1.
 //! - [`duration`]: Go duration strings, as `cacheDuration` and `defaultCacheDuration` carry them.
@@ -12,10 +14,8 @@
 //! - [`matching`]: the kubelet's glob matching for `matchImages` and `auth` keys, on top of
 //!   hand-made copies of the Go standard library functions it calls (`go`: `net/url`,
 //!   `net.SplitHostPort`, `net/netip`, `path/filepath.Match`, `strconv.Quote`).
-//! - [`mirror`]: the `--registry-mirror SRC:DST` flag providers share (and the checker reads).
 //! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
 //! - [`secret`]: a string type that never prints its value (the response's password).
-//! - [`flags`]: the command lines of this project's providers, checked alike by them and the checker.
 //! - [`hex`]: lower-case hex for digests, shared by the runtime and the checker.
 //! - [`yaml11`]: YAML as the kubelet's `sigs.k8s.io/yaml` reads it (ACR's `azure.json`, and the
 //!   checker's configs).
@@ -24,12 +24,10 @@
 
 pub mod cache_hint;
 pub mod duration;
-pub mod flags;
 mod go;
 pub mod hex;
 pub mod image;
 pub mod matching;
-pub mod mirror;
 pub mod protocol;
 pub mod secret;
 pub mod yaml11;

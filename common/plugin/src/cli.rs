@@ -5,7 +5,7 @@
 //! dumps, no ptrace by peers), then [`parse`]s the command line strictly, resolves [`Settings`]
 //! and starts logging; any problem is one line and exit 2, before the request is read.
 //!
-//! Parsing follows upstream's pflag (see [`kcp_kubelet::flags`]): a flag that is neither the
+//! Parsing follows upstream's pflag (see [`kcp_provider_args::flags`]): a flag that is neither the
 //! provider's own (whatever its clap parser knows) nor one of the klog flags its upstream
 //! registers is refused, naming the closest known flag, because a typo such as `--strict-host`
 //! must not silently turn a safety check off. Go's spellings (`-name=value`, `--name value`,
@@ -14,14 +14,14 @@
 
 use std::ffi::OsString;
 
-use kcp_kubelet::flags::{self, Flag, Kind, ProviderFlags};
+use kcp_provider_args::flags::{self, Flag, Kind, ProviderFlags};
 
 use crate::logging::Verbosity;
 use crate::runner::EXIT_USAGE;
 use crate::settings::{CommonArgs, Settings};
 
 /// Every flag `T`'s clap parser knows (aliases and clap's help and version included), in the
-/// form of [`kcp_kubelet::flags`]: what the binary accepts besides its upstream's klog flags.
+/// form of [`kcp_provider_args::flags`]: what the binary accepts besides its upstream's klog flags.
 /// A value flag whose value may be left out (`num_args = 0..=1`) is a Go boolean.
 pub fn flags_of<T: clap::CommandFactory>() -> Vec<Flag> {
     use clap::ArgAction;
@@ -63,7 +63,7 @@ pub fn flags_of<T: clap::CommandFactory>() -> Vec<Flag> {
 
 /// Where `T`'s parser and `spec`'s table disagree: the flags only the parser knows, then those
 /// only the table lists; both empty when they agree. The checker reads the tables in
-/// [`kcp_kubelet::flags`] without linking the providers, so each provider's unit tests assert
+/// [`kcp_provider_args::flags`] without linking the providers, so each provider's unit tests assert
 /// this is empty.
 pub fn table_drift<T: clap::CommandFactory>(spec: &ProviderFlags) -> (Vec<Flag>, Vec<Flag>) {
     let parser = flags_of::<T>();
@@ -83,7 +83,7 @@ pub fn table_drift<T: clap::CommandFactory>(spec: &ProviderFlags) -> (Vec<Flag>,
     (only_parser, only_table)
 }
 
-/// Parses `args` (program name first) with `T` as [`kcp_kubelet::flags`] reads a command line, by
+/// Parses `args` (program name first) with `T` as [`kcp_provider_args::flags`] reads a command line, by
 /// `spec`'s table (equal to `T`'s parser, as each provider's [`table_drift`] test proves):
 /// `T`'s own flags, `spec`'s klog flags (dropped), `spec`'s positional words. A refusal is a clap
 /// error of kind `UnknownArgument` or `InvalidValue` whose message is one line; `--help` and
@@ -165,7 +165,7 @@ fn one_line_usage_error(rendered: &str) -> String {
 /// What every provider's `main` does first: make the process non-dumpable with no core file
 /// ([`crate::hygiene::apply`], before anything secret is read; a failure is one debug line, never
 /// fatal), [`parse`] `args` against `T` and `spec` (the provider's table in
-/// [`kcp_kubelet::flags`], for its upstream's klog flags and its positional words), resolve the
+/// [`kcp_provider_args::flags`], for its upstream's klog flags and its positional words), resolve the
 /// shared [`Settings`] and start logging at the level they ask for (they are the first debug
 /// line). A refused command line or a
 /// bad setting ends the process here with one line and [`EXIT_USAGE`], before any request is
@@ -212,7 +212,7 @@ pub(crate) mod tests {
     use super::*;
     use clap::Parser;
     use kcp_kubelet::duration::GoDuration;
-    use kcp_kubelet::flags::Positionals;
+    use kcp_provider_args::flags::Positionals;
 
     /// A provider's command line at its smallest: the shared flags and free arguments.
     #[derive(Debug, Parser)]

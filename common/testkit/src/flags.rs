@@ -5,7 +5,7 @@
 //! all mean verbosity 4.
 //!
 //! The klog flag lists here are written from the upstream sources, independently of the tables
-//! the binaries use (`kcp_kubelet::flags`), so a wrong table fails these tests.
+//! the binaries use (`kcp_provider_args::flags`), so a wrong table fails these tests.
 //!
 //! ```ignore
 //! // In a provider's tests, with a plugin that answers `image` when the input is good:

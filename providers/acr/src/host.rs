@@ -170,7 +170,7 @@ impl Suffixes {
     }
 }
 
-pub use kcp_kubelet::mirror::{Mirror, parse_mirrors};
+pub use kcp_provider_args::mirror::{Mirror, parse_mirrors};
 
 /// Maps an image's registry (`host[:port]` as written) and host to the login server to use.
 pub fn resolve(

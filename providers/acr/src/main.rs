@@ -74,7 +74,9 @@ fn main() -> ExitCode {
     kcp_plugin::http::install_crypto_provider();
     // `start` refuses anything but exactly one positional word, the config file.
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::ACR, |c| &c.common);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_provider_args::flags::ACR, |c| {
+            &c.common
+        });
     let Some(config_path) = cli.config else {
         return usage_error("config file is not specified");
     };
@@ -118,16 +120,16 @@ mod tests {
             std::iter::once("acr-credential-provider")
                 .chain(args.iter().copied())
                 .map(std::ffi::OsString::from),
-            &kcp_kubelet::flags::ACR,
+            &kcp_provider_args::flags::ACR,
         )
         .map_err(|e| e.to_string())
     }
 
-    /// The checker reads `kcp_kubelet::flags::ACR`: a flag added to `Cli` goes there too.
+    /// The checker reads `kcp_provider_args::flags::ACR`: a flag added to `Cli` goes there too.
     #[test]
     fn flag_table_matches_the_parser() {
         let (only_parser, only_table) =
-            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::ACR);
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_provider_args::flags::ACR);
         assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 

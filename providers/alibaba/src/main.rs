@@ -104,10 +104,11 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
-    let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::ALIBABA, |c| {
-            &c.common
-        });
+    let (cli, settings) = kcp_plugin::cli::start::<Cli>(
+        std::env::args_os(),
+        &kcp_provider_args::flags::ALIBABA,
+        |c| &c.common,
+    );
     match build(cli, &settings, |name| std::env::var(name).ok()) {
         Ok(provider) => kcp_plugin::runner::serve(&settings, &provider),
         Err(message) => kcp_plugin::runner::usage_error(&message),
@@ -196,11 +197,11 @@ fn optional<T>(
 mod tests {
     use super::*;
 
-    /// The checker reads `kcp_kubelet::flags::ALIBABA`: a flag added to `Cli` goes there too.
+    /// The checker reads `kcp_provider_args::flags::ALIBABA`: a flag added to `Cli` goes there too.
     #[test]
     fn flag_table_matches_the_parser() {
         let (only_parser, only_table) =
-            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::ALIBABA);
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_provider_args::flags::ALIBABA);
         assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 }

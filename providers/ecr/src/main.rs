@@ -98,7 +98,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::ECR, |c| &c.common);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_provider_args::flags::ECR, |c| {
+            &c.common
+        });
     // Checked before the request is read: a bad mapping fails every run alike (exit 2).
     let configured = mirrors_and_roles::mirrors(&cli.registry_mirror).and_then(|mirrors| {
         let roles = mirrors_and_roles::Roles::parse(
@@ -134,11 +136,11 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The checker reads `kcp_kubelet::flags::ECR`: a flag added to `Cli` goes there too.
+    /// The checker reads `kcp_provider_args::flags::ECR`: a flag added to `Cli` goes there too.
     #[test]
     fn flag_table_matches_the_parser() {
         let (only_parser, only_table) =
-            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::ECR);
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_provider_args::flags::ECR);
         assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 }

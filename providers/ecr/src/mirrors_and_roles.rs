@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use kcp_kubelet::mirror;
+use kcp_provider_args::mirror;
 
 use crate::host::{self, PrivateHost, RegistryKind};
 

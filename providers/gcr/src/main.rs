@@ -104,7 +104,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::GCR, |c| &c.common);
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_provider_args::flags::GCR, |c| {
+            &c.common
+        });
     match build(cli, &settings) {
         Ok(provider) => kcp_plugin::runner::serve(&settings, &provider),
         Err(message) => kcp_plugin::runner::usage_error(&message),
@@ -224,11 +226,11 @@ fn cache_duration(value: Option<&str>) -> Result<Option<GoDuration>, String> {
 mod tests {
     use super::*;
 
-    /// The checker reads `kcp_kubelet::flags::GCR`: a flag added to `Cli` goes there too.
+    /// The checker reads `kcp_provider_args::flags::GCR`: a flag added to `Cli` goes there too.
     #[test]
     fn flag_table_matches_the_parser() {
         let (only_parser, only_table) =
-            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::GCR);
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_provider_args::flags::GCR);
         assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 

@@ -42,7 +42,7 @@ struct Cli {
 
 fn main() -> ExitCode {
     let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::OIDC, |c| {
+        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_provider_args::flags::OIDC, |c| {
             &c.common
         });
     // A bad registries file is the operator's config error: exit 2 before stdin is read.
@@ -63,11 +63,11 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The checker reads `kcp_kubelet::flags::OIDC`: a flag added to `Cli` goes there too.
+    /// The checker reads `kcp_provider_args::flags::OIDC`: a flag added to `Cli` goes there too.
     #[test]
     fn flag_table_matches_the_parser() {
         let (only_parser, only_table) =
-            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::OIDC);
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_provider_args::flags::OIDC);
         assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 }

@@ -127,10 +127,11 @@ fn read_password(path: &Path) -> anyhow::Result<Secret> {
 }
 
 fn main() -> ExitCode {
-    let (cli, settings) =
-        kcp_plugin::cli::start::<Cli>(std::env::args_os(), &kcp_kubelet::flags::STATIC, |c| {
-            &c.common
-        });
+    let (cli, settings) = kcp_plugin::cli::start::<Cli>(
+        std::env::args_os(),
+        &kcp_provider_args::flags::STATIC,
+        |c| &c.common,
+    );
     let provider = StaticProvider {
         registries: cli.registry,
         username: cli.username,
@@ -145,11 +146,11 @@ fn main() -> ExitCode {
 mod tests {
     use super::*;
 
-    /// The checker reads `kcp_kubelet::flags::STATIC`: a flag added to `Cli` goes there too.
+    /// The checker reads `kcp_provider_args::flags::STATIC`: a flag added to `Cli` goes there too.
     #[test]
     fn flag_table_matches_the_parser() {
         let (only_parser, only_table) =
-            kcp_plugin::cli::table_drift::<Cli>(&kcp_kubelet::flags::STATIC);
+            kcp_plugin::cli::table_drift::<Cli>(&kcp_provider_args::flags::STATIC);
         assert_eq!((only_parser, only_table), (vec![], vec![]));
     }
 }

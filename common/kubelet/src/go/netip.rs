@@ -86,24 +86,87 @@ fn parse_ipv4_fields(input: &[u8], s: &[u8]) -> Result<(), String> {
 
 /// Go `parseIPv6` (validation only).
 fn parse_ipv6(input: &[u8]) -> Result<(), String> {
-    let (mut s, zone) = cut(input, b'%');
-    if zone.is_some_and(<[u8]>::is_empty) {
-        return Err(addr_error(input, "zone must be a non-empty string", None));
-    }
-    let zone_len = zone.map_or(0, |z| z.len() + 1);
-
-    let mut ellipsis: Option<usize> = None;
-    if let Some(rest) = s.strip_prefix(b"::") {
-        ellipsis = Some(0);
-        s = rest;
-        if s.is_empty() {
+    let (s, zone_len) = split_zone(input)?;
+    let mut p = Ipv6Parse {
+        input,
+        s,
+        zone_len,
+        ellipsis: None,
+        filled: 0,
+    };
+    if let Some(rest) = p.s.strip_prefix(b"::") {
+        p.ellipsis = Some(0);
+        p.s = rest;
+        if p.s.is_empty() {
             return Ok(());
         }
     }
+    while p.filled < 16 {
+        if p.group()? == Step::Done {
+            break;
+        }
+    }
+    p.finish()
+}
 
-    // `filled` counts the address bytes the groups seen so far occupy.
-    let mut filled = 0;
-    while filled < 16 {
+/// Splits off the `%zone` Go allows after an IPv6 address: the address part and how many bytes
+/// the zone takes at the end of `input` (the embedded IPv4 tail is found from the end).
+fn split_zone(input: &[u8]) -> Result<(&[u8], usize), String> {
+    let (s, zone) = cut(input, b'%');
+    if zone.is_some_and(<[u8]>::is_empty) {
+        return Err(addr_error(input, "zone must be a non-empty string", None));
+    }
+    Ok((s, zone.map_or(0, |z| z.len() + 1)))
+}
+
+/// Whether `parseIPv6`'s loop goes on to the next group.
+#[derive(PartialEq, Eq)]
+enum Step {
+    /// Another group follows.
+    More,
+    /// The address ends here (what is left of it is judged by [`Ipv6Parse::finish`]).
+    Done,
+}
+
+/// The state `parseIPv6`'s loop carries from group to group, so each step is its own function.
+struct Ipv6Parse<'a> {
+    /// The whole address, as errors quote it.
+    input: &'a [u8],
+    /// What is left to read.
+    s: &'a [u8],
+    /// Bytes the `%zone` takes at the end of `input`.
+    zone_len: usize,
+    /// Where the `::` stands (in address bytes), once seen.
+    ellipsis: Option<usize>,
+    /// The address bytes the groups seen so far occupy.
+    filled: usize,
+}
+
+impl Ipv6Parse<'_> {
+    /// Go's error for this address, at `at` when given.
+    fn error(&self, msg: &str, at: Option<&[u8]>) -> String {
+        addr_error(self.input, msg, at)
+    }
+
+    /// One group: its hex digits, then an embedded IPv4 tail or the colon(s) after it.
+    fn group(&mut self) -> Result<Step, String> {
+        let off = self.hex_digits()?;
+        if self.s.get(off) == Some(&b'.') {
+            self.embedded_ipv4()?;
+            return Ok(Step::Done);
+        }
+        self.filled += 2;
+        self.s = self.s.get(off..).unwrap_or_default();
+        if self.s.is_empty() {
+            return Ok(Step::Done);
+        }
+        self.separator()
+    }
+
+    /// How many hex digits start what is left, refused as Go does when there are none, more than
+    /// four, or their value does not fit 16 bits.
+    fn hex_digits(&self) -> Result<usize, String> {
+        let s = self.s;
         let mut off = 0;
         let mut acc: u32 = 0;
         while let Some(&c) = s.get(off) {
@@ -112,97 +175,83 @@ fn parse_ipv6(input: &[u8]) -> Result<(), String> {
             };
             acc = acc * 16 + digit;
             if off > 3 {
-                return Err(addr_error(
-                    input,
-                    "each group must have 4 or less digits",
-                    Some(s),
-                ));
+                return Err(self.error("each group must have 4 or less digits", Some(s)));
             }
             if acc > 0xffff {
-                return Err(addr_error(input, "IPv6 field has value >=2^16", Some(s)));
+                return Err(self.error("IPv6 field has value >=2^16", Some(s)));
             }
             off += 1;
         }
         if off == 0 {
-            return Err(addr_error(
-                input,
+            return Err(self.error(
                 "each colon-separated field must have at least one digit",
                 Some(s),
             ));
         }
+        Ok(off)
+    }
 
-        if s.get(off) == Some(&b'.') {
-            if ellipsis.is_none() && filled != 12 {
-                return Err(addr_error(
-                    input,
-                    "embedded IPv4 address must replace the final 2 fields of the address",
-                    Some(s),
-                ));
-            }
-            if filled + 4 > 16 {
-                return Err(addr_error(
-                    input,
-                    "too many hex fields to fit an embedded IPv4 at the end of the address",
-                    Some(s),
-                ));
-            }
-            let end = input.len() - zone_len;
-            let start = end.saturating_sub(s.len());
-            parse_ipv4_fields(input, input.get(start..end).unwrap_or_default())?;
-            s = b"";
-            filled += 4;
-            break;
+    /// The dotted IPv4 tail that ends the address (before the zone), in the last 4 bytes only.
+    fn embedded_ipv4(&mut self) -> Result<(), String> {
+        if self.ellipsis.is_none() && self.filled != 12 {
+            return Err(self.error(
+                "embedded IPv4 address must replace the final 2 fields of the address",
+                Some(self.s),
+            ));
         }
+        if self.filled + 4 > 16 {
+            return Err(self.error(
+                "too many hex fields to fit an embedded IPv4 at the end of the address",
+                Some(self.s),
+            ));
+        }
+        let end = self.input.len() - self.zone_len;
+        let start = end.saturating_sub(self.s.len());
+        parse_ipv4_fields(self.input, self.input.get(start..end).unwrap_or_default())?;
+        self.s = b"";
+        self.filled += 4;
+        Ok(())
+    }
 
-        filled += 2;
-        s = s.get(off..).unwrap_or_default();
-        if s.is_empty() {
-            break;
-        }
-        match s {
+    /// The colon after a group, and a second one that makes it the address's only `::`.
+    fn separator(&mut self) -> Result<Step, String> {
+        match self.s {
             [b':'] => {
-                return Err(addr_error(
-                    input,
-                    "colon must be followed by more characters",
-                    Some(s),
-                ));
+                return Err(self.error("colon must be followed by more characters", Some(self.s)));
             }
-            [b':', rest @ ..] => s = rest,
+            [b':', rest @ ..] => self.s = rest,
             _ => {
-                return Err(addr_error(
-                    input,
-                    "unexpected character, want colon",
-                    Some(s),
-                ));
+                return Err(self.error("unexpected character, want colon", Some(self.s)));
             }
         }
-        if let Some(rest) = s.strip_prefix(b":") {
-            if ellipsis.is_some() {
-                return Err(addr_error(input, "multiple :: in address", Some(s)));
+        if let Some(rest) = self.s.strip_prefix(b":") {
+            if self.ellipsis.is_some() {
+                return Err(self.error("multiple :: in address", Some(self.s)));
             }
-            ellipsis = Some(filled);
-            s = rest;
-            if s.is_empty() {
-                break;
+            self.ellipsis = Some(self.filled);
+            self.s = rest;
+            if self.s.is_empty() {
+                return Ok(Step::Done);
             }
         }
+        Ok(Step::More)
     }
 
-    if !s.is_empty() {
-        return Err(addr_error(input, "trailing garbage after address", Some(s)));
-    }
-    if filled < 16 {
-        if ellipsis.is_none() {
-            return Err(addr_error(input, "address string too short", None));
+    /// Go's checks once the groups are read: nothing left over, and 16 bytes exactly with the
+    /// `::` standing for at least one group of zeros.
+    fn finish(&self) -> Result<(), String> {
+        if !self.s.is_empty() {
+            return Err(self.error("trailing garbage after address", Some(self.s)));
         }
-    } else if ellipsis.is_some() {
-        return Err(addr_error(
-            input,
-            "the :: must expand to at least one field of zeros",
-            None,
-        ));
+        if self.filled < 16 {
+            if self.ellipsis.is_none() {
+                return Err(self.error("address string too short", None));
+            }
+        } else if self.ellipsis.is_some() {
+            return Err(self.error("the :: must expand to at least one field of zeros", None));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]
