@@ -8,7 +8,7 @@
 use kcp_kubelet_emulation::config::{Config, Provider};
 use kcp_kubelet_emulation::validate::{Finding, Validation};
 
-use crate::doctor::provider_setting;
+use crate::argv::provider_setting;
 
 /// The audience RRSA's OIDC providers accept by default (init/defaults.rs `ALIBABA_TOKEN`).
 pub const AUDIENCE: &str = "sts.aliyuncs.com";

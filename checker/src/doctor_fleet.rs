@@ -20,7 +20,8 @@ use kcp_kubelet_emulation::config::{Config, Provider};
 use kcp_kubelet_emulation::exec::PluginExec;
 use kcp_plugin::token_cache::{self, PublishedEntry, SharedIdentity};
 
-use crate::doctor::{Diagnosis, KubeletProcess, provider_setting};
+use crate::argv::provider_setting;
+use crate::diagnosis::{Diagnosis, KubeletProcess};
 
 /// How long a key-only run may take (it makes no network call).
 const KEY_RUN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,83 +32,130 @@ struct FleetProvider<'a> {
     shared: String,
 }
 
-/// The fleet checks, when `--fleet-tokens` names the Secret's mount or a provider is in fleet
-/// mode; findings and notes go into `d`.
-pub fn check(
-    root: &Path,
-    bin: &Path,
-    config: &Config,
-    kubelet_env: &BTreeMap<String, String>,
-    fleet_tokens: Option<&Path>,
-    images: &[String],
-    d: &mut Diagnosis,
-) {
-    let fleet: Vec<FleetProvider> = config
-        .providers
-        .iter()
-        .filter_map(|p| {
-            let shared = provider_setting(
-                p,
-                "token-cache-shared-identity",
-                token_cache::SHARED_IDENTITY_ENV,
+/// What the fleet checks look at: the node under the host root and `doctor`'s options.
+pub struct FleetCheck<'a> {
+    /// The host root.
+    pub root: &'a Path,
+    /// The kubelet's bin dir under the host root.
+    pub bin: &'a Path,
+    /// The kubelet's credential-provider config.
+    pub config: &'a Config,
+    /// The kubelet's environment, which its plugins inherit ([`kubelet_environment`]).
+    pub kubelet_env: &'a BTreeMap<String, String>,
+    /// `--fleet-tokens`: the Secret as mounted, instead of the copies in the token cache.
+    pub fleet_tokens: Option<&'a Path>,
+    /// `--image`: the images whose entries are looked up.
+    pub images: &'a [String],
+}
+
+impl FleetCheck<'_> {
+    /// The fleet checks, when `--fleet-tokens` names the Secret's mount or a provider is in
+    /// fleet mode; findings and notes go into `d`.
+    pub fn check(&self, d: &mut Diagnosis) {
+        let fleet = self.fleet_providers();
+        let Some((published, source)) = self.published(&fleet, d) else {
+            return;
+        };
+        d.fleet.push(format!(
+            "{source}: {} entr{}{}",
+            published.valid.len(),
+            if published.valid.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+            list(
+                published
+                    .valid
+                    .iter()
+                    .map(|(file, key)| format!("{file} ({key})"))
             )
-            .or_else(|| kubelet_env.get(token_cache::SHARED_IDENTITY_ENV).cloned())
-            .filter(|s| !s.is_empty())?;
-            Some(FleetProvider {
-                provider: p,
-                shared,
-            })
-        })
-        .collect();
-    let (published, source) = match fleet_tokens {
-        Some(dir) => match read_published(dir) {
-            Ok(published) => (published, dir.display().to_string()),
-            Err(why) => {
-                d.warning(None, format!("fleet tokens {}: {why}", dir.display()));
-                return;
-            }
-        },
-        None if fleet.is_empty() => return,
-        None => (
-            read_copies(root, &fleet),
-            "the copies in this node's token cache".to_owned(),
-        ),
-    };
-    d.fleet.push(format!(
-        "{source}: {} entr{}{}",
-        published.valid.len(),
-        if published.valid.len() == 1 {
-            "y"
-        } else {
-            "ies"
-        },
-        list(
-            published
-                .valid
+        ));
+        for (file, why) in &published.refused {
+            d.warning(
+                None,
+                format!("fleet token {file} in {source}: a node refuses it: {why}"),
+            );
+        }
+        if fleet.is_empty() {
+            d.warning(
+                None,
+                format!(
+                    "no provider of this node names a shared identity (--token-cache-shared-identity, or {} in its env or the kubelet's): it never reads what {source} publishes",
+                    token_cache::SHARED_IDENTITY_ENV,
+                ),
+            );
+            return;
+        }
+        for f in &fleet {
+            self.identity(f, &published, d);
+        }
+        for image in self.images {
+            let Ok(matched) = crate::explain::match_providers(&self.config.providers, image) else {
+                continue;
+            };
+            let names = matched.matching();
+            for f in fleet
                 .iter()
-                .map(|(file, key)| format!("{file} ({key})"))
-        )
-    ));
-    for (file, why) in &published.refused {
-        d.warning(
-            None,
-            format!("fleet token {file} in {source}: a node refuses it: {why}"),
-        );
+                .filter(|f| names.contains(&f.provider.name.as_str()))
+            {
+                compare_key(self.bin, f, &matched.normalized, &published, &source, d);
+            }
+        }
     }
-    if fleet.is_empty() {
-        d.warning(
-            None,
-            format!(
-                "no provider of this node names a shared identity (--token-cache-shared-identity, or {} in its env or the kubelet's): it never reads what {source} publishes",
-                token_cache::SHARED_IDENTITY_ENV,
-            ),
-        );
-        return;
+
+    /// The providers that name a shared identity (in their `args` or `env`, else the kubelet's
+    /// environment), in config order.
+    fn fleet_providers(&self) -> Vec<FleetProvider<'_>> {
+        self.config
+            .providers
+            .iter()
+            .filter_map(|p| {
+                let shared = provider_setting(
+                    p,
+                    "token-cache-shared-identity",
+                    token_cache::SHARED_IDENTITY_ENV,
+                )
+                .or_else(|| {
+                    self.kubelet_env
+                        .get(token_cache::SHARED_IDENTITY_ENV)
+                        .cloned()
+                })
+                .filter(|s| !s.is_empty())?;
+                Some(FleetProvider {
+                    provider: p,
+                    shared,
+                })
+            })
+            .collect()
     }
-    for f in &fleet {
+
+    /// What is published and where it was read: the Secret's mount, else the copies in the
+    /// fleet-mode providers' token caches; `None` when there is nothing to check (no mount and
+    /// no provider in fleet mode, or a mount that cannot be read, a warning).
+    fn published(&self, fleet: &[FleetProvider], d: &mut Diagnosis) -> Option<(Published, String)> {
+        match self.fleet_tokens {
+            Some(dir) => match read_published(dir) {
+                Ok(published) => Some((published, dir.display().to_string())),
+                Err(why) => {
+                    d.warning(None, format!("fleet tokens {}: {why}", dir.display()));
+                    None
+                }
+            },
+            None if fleet.is_empty() => None,
+            None => Some((
+                read_copies(self.root, fleet),
+                "the copies in this node's token cache".to_owned(),
+            )),
+        }
+    }
+
+    /// One fleet-mode provider's shared identity: refused when it is not one, else how many
+    /// published entries are for it, and what its metrics say.
+    fn identity(&self, f: &FleetProvider, published: &Published, d: &mut Diagnosis) {
         if let Err(e) = SharedIdentity::parse(&f.shared) {
             d.problem(Some(&f.provider.name), e);
-            continue;
+            return;
         }
         let marker = format!(";shared-identity={};", f.shared);
         let for_it = published
@@ -121,19 +169,7 @@ pub fn check(
             f.shared,
             if for_it == 1 { "y" } else { "ies" }
         ));
-        metrics_hint(root, f, for_it, d);
-    }
-    for image in images {
-        let Ok(matched) = crate::explain::match_providers(&config.providers, image) else {
-            continue;
-        };
-        let names = matched.matching();
-        for f in fleet
-            .iter()
-            .filter(|f| names.contains(&f.provider.name.as_str()))
-        {
-            compare_key(bin, f, &matched.normalized, &published, &source, d);
-        }
+        metrics_hint(self.root, f, for_it, d);
     }
 }
 

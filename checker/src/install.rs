@@ -33,6 +33,7 @@ use clap::Args;
 
 use self::elf::Arch;
 pub(crate) use self::elf::{HOST_ELF, Machine, elf_machine, resolve_under};
+pub(crate) use self::pe::pe_machine;
 use crate::init::{self, InitArgs};
 use crate::{CommandError, usage};
 
@@ -200,7 +201,7 @@ mod imp {
     use std::io::Write as _;
     use std::path::{Path, PathBuf};
 
-    use super::elf::ArchSource;
+    use super::elf::{ArchSource, Machine};
     use super::records::{ConfigOwner, MANIFEST, MARKER_PREFIX, config_owner};
     use super::records::{manifest_text, parse_manifest};
     use super::stage::{Staging, kubelet_refusal, validate_staged};
@@ -231,6 +232,69 @@ mod imp {
     /// The whole run: see the module's documentation.
     #[allow(clippy::print_stdout)]
     pub fn install(args: &InstallArgs) -> Result<u8, CommandError> {
+        check_options(args)?;
+        let generated = if args.no_config {
+            None
+        } else {
+            Some(init::generate_explained(&args.init).map_err(|e| match e {
+                CommandError::Refused(m) => CommandError::Refused(format!("init: {m}")),
+                usage => usage,
+            })?)
+        };
+        let plan = Plan::new(args, generated)?;
+        plan.validate()?;
+        let stale = plan.stale();
+        let manifest_changed = plan.new_manifest != plan.old_manifest;
+        let changes = plan
+            .planned
+            .iter()
+            .chain(&plan.config_step)
+            .chain(&plan.registries_step)
+            .filter(|p| p.verb != Verb::Unchanged)
+            .count()
+            + usize::from(manifest_changed)
+            + stale.len();
+        let config_changed = plan
+            .config_step
+            .as_ref()
+            .is_some_and(|p| p.verb != Verb::Unchanged && p.verb != Verb::Chmod);
+        let mut out = plan.header();
+        plan.write(&stale, manifest_changed, &mut out)?;
+        if let (Some(p), false) = (&plan.registries_step, args.dry_run) {
+            if let Err(e) = super::oidc::check_written(p) {
+                print!("{out}");
+                return Err(e);
+            }
+            out.push_str(&format!(
+                "validated: {} (as oidc-credential-provider reads it)\n",
+                p.node
+            ));
+        }
+
+        report(
+            args,
+            &mut out,
+            &Outcome {
+                changes,
+                config_changed,
+                config_step: plan.config_step.as_ref(),
+                node_config: &plan.node_config,
+                target: &plan.target,
+                bin_dir: &plan.bin_dir,
+                real_bin_dir: &plan.real_bin_dir,
+                explain: plan.generated.as_ref().map_or(&[][..], |g| &g.stderr[..]),
+            },
+        )?;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(out.as_bytes())
+            .and_then(|()| stdout.flush())
+            .or_else(|e| refused(format!("writing the report: {e}")))?;
+        Ok(0)
+    }
+
+    /// The options that cannot go together, or do not fit an install, as usage errors.
+    fn check_options(args: &InstallArgs) -> Result<(), CommandError> {
         let root = &args.host_root;
         if !root.is_dir() {
             return usage(format!("--host-root {} is not a directory", root.display()));
@@ -263,218 +327,268 @@ mod imp {
                 );
             }
         }
-        let generated = if args.no_config {
-            None
-        } else {
-            Some(init::generate_explained(&args.init).map_err(|e| match e {
-                CommandError::Refused(m) => CommandError::Refused(format!("init: {m}")),
-                usage => usage,
-            })?)
-        };
-        let config_file = generated.as_ref().map(|g| {
-            format!(
-                "{MARKER_PREFIX}credential-provider-check install (sha256:{}); rerun it to change this file.\n{}",
-                sha256::hex(g.text.as_bytes()),
-                g.text
-            )
-        });
-        let writes_config = config_file.is_some() && !args.binaries_only;
+        Ok(())
+    }
 
-        // The binaries, and the architecture they must be built for.
-        let (sources, arch_source, arch) = super::binaries::sources(args, root)?;
-        let bin_dir = args.init.node_bin_dir();
-        let real_bin_dir = under(root, &bin_dir);
+    /// Every write of the run, planned before any is made, so that a refusal changes nothing.
+    struct Plan<'a> {
+        args: &'a InstallArgs,
+        /// init's config and its `--explain` lines; `None` with `--no-config`.
+        generated: Option<init::Generated>,
+        /// The config as written: the marker line, then init's config.
+        config_file: Option<String>,
+        /// False with `--binaries-only`, which keeps the node's config.
+        writes_config: bool,
+        /// The binaries to install (file name, content).
+        sources: Vec<(&'a str, Vec<u8>)>,
+        /// Where the architecture the binaries are built for was learnt, and it.
+        arch_source: ArchSource,
+        arch: Machine,
+        /// The bin dir as the node sees it, and under the host root.
+        bin_dir: String,
+        real_bin_dir: PathBuf,
+        /// The checksum file, its text now and its text after the run.
+        manifest_path: PathBuf,
+        old_manifest: String,
+        new_manifest: String,
+        /// One step per binary.
+        planned: Vec<Planned>,
+        /// `--config-path` (a directory with `--drop-in`) and the config file in it.
+        target: String,
+        node_config: String,
+        config_step: Option<Planned>,
+        /// oidc's registries file (install/oidc.rs).
+        registries_step: Option<Planned>,
+    }
 
-        // The plan, before anything is written.
-        let manifest_path = real_bin_dir.join(MANIFEST);
-        let mut recorded = match fs::read_to_string(&manifest_path) {
-            Ok(text) => parse_manifest(&text),
-            Err(_) => BTreeMap::new(),
-        };
-        let old_manifest = manifest_text(&recorded);
-        let mut refusals = Vec::new();
-        let mut planned = Vec::new();
-        for (name, content) in &sources {
-            let node = node_join(&bin_dir, name);
-            let known = recorded.get(*name).cloned();
-            let result = super::write::plan(
-                node.clone(),
-                real_bin_dir.join(name),
-                content.clone(),
-                0o755,
-                args.force,
-                |have| {
-                    if args.replace_platform_binaries
-                        || known.as_deref() == Some(sha256::hex(have).as_str())
-                    {
-                        Ok(())
-                    } else {
-                        Err(format!(
-                            "{node} exists and was not installed by this project (its checksum is not in {MANIFEST}); remove it, choose another --bin-dir, or take it over with --replace-platform-binaries"
-                        ))
-                    }
-                },
-            );
-            match result {
-                Ok(p) => planned.push(p),
-                Err(why) => refusals.push(why),
+    impl<'a> Plan<'a> {
+        /// Plans every write; refused (nothing written) when one of them may not be made.
+        fn new(
+            args: &'a InstallArgs,
+            generated: Option<init::Generated>,
+        ) -> Result<Self, CommandError> {
+            let root = &args.host_root;
+            let config_file = generated.as_ref().map(|g| {
+                format!(
+                    "{MARKER_PREFIX}credential-provider-check install (sha256:{}); rerun it to change this file.\n{}",
+                    sha256::hex(g.text.as_bytes()),
+                    g.text
+                )
+            });
+            let writes_config = config_file.is_some() && !args.binaries_only;
+            // The binaries, and the architecture they must be built for.
+            let (sources, arch_source, arch) = super::binaries::sources(args, root)?;
+            let bin_dir = args.init.node_bin_dir();
+            let real_bin_dir = under(root, &bin_dir);
+            let manifest_path = real_bin_dir.join(MANIFEST);
+            let target = args.init.node_config_target();
+            let node_config = if args.init.drop_in() {
+                node_join(&target, &args.config_name)
+            } else {
+                target.clone()
+            };
+            let mut plan = Plan {
+                args,
+                generated,
+                config_file,
+                writes_config,
+                sources,
+                arch_source,
+                arch,
+                bin_dir,
+                real_bin_dir,
+                manifest_path,
+                old_manifest: String::new(),
+                new_manifest: String::new(),
+                planned: Vec::new(),
+                target,
+                node_config,
+                config_step: None,
+                registries_step: None,
+            };
+            let mut refusals = plan.plan_binaries();
+            plan.plan_config(&mut refusals)?;
+            if let Some((last, others)) = refusals.split_last() {
+                for r in others {
+                    eprintln!("credential-provider-check: install: {r}");
+                }
+                return refused(format!("{last} (nothing was changed)"));
             }
-            recorded.insert((*name).to_owned(), sha256::hex(content));
-        }
-        let new_manifest = manifest_text(&recorded);
-
-        let target = args.init.node_config_target();
-        let node_config = if args.init.drop_in() {
-            node_join(&target, &args.config_name)
-        } else {
-            target.clone()
-        };
-        let real_config = under(root, &node_config);
-        if args.binaries_only && !real_config.is_file() {
-            // The platform's config stays; it must exist, or the kubelet runs no plugin at all.
-            refusals.push(format!(
-                "--binaries-only: {node_config} does not exist, so nothing would run these binaries; drop --binaries-only to write a config"
-            ));
-        }
-        let mut config_step = None;
-        if let (Some(file), true) = (&config_file, writes_config) {
-            match super::write::plan(
-                node_config.clone(),
-                real_config.clone(),
-                file.clone().into_bytes(),
-                0o644,
-                args.force,
-                |have| config_may_be_replaced(args, &node_config, have),
-            ) {
-                Ok(p) => config_step = Some(p),
-                Err(why) => refusals.push(why),
-            }
-        }
-        // oidc's registries file, from the mounted ConfigMap (install/oidc.rs).
-        let mut registries_step = None;
-        if let (Some(source), Some(g)) = (&args.oidc_registries_from, &generated) {
-            let windows = args.init.windows();
-            match super::oidc::plan_registries(source, &g.text, root, args.force, windows)? {
-                Ok(p) => registries_step = Some(p),
-                Err(why) => refusals.push(why),
-            }
-        }
-        if let Some((last, others)) = refusals.split_last() {
-            for r in others {
-                eprintln!("credential-provider-check: install: {r}");
-            }
-            return refused(format!("{last} (nothing was changed)"));
+            Ok(plan)
         }
 
-        // Validate the config before it is written: alone, or merged with the directory's other
-        // files exactly as the kubelet would read them, against the bin dir as it will be.
-        if let (Some(file), true) = (&config_file, writes_config) {
-            let binaries: Vec<&str> = sources.iter().map(|(name, _)| *name).collect();
+        /// One step per binary, and the checksum file's text before and after; the refusals.
+        fn plan_binaries(&mut self) -> Vec<String> {
+            let args = self.args;
+            let mut recorded = match fs::read_to_string(&self.manifest_path) {
+                Ok(text) => parse_manifest(&text),
+                Err(_) => BTreeMap::new(),
+            };
+            self.old_manifest = manifest_text(&recorded);
+            let mut refusals = Vec::new();
+            for (name, content) in &self.sources {
+                let node = node_join(&self.bin_dir, name);
+                let known = recorded.get(*name).cloned();
+                let result = super::write::plan(
+                    node.clone(),
+                    self.real_bin_dir.join(name),
+                    content.clone(),
+                    0o755,
+                    args.force,
+                    |have| {
+                        if args.replace_platform_binaries
+                            || known.as_deref() == Some(sha256::hex(have).as_str())
+                        {
+                            Ok(())
+                        } else {
+                            Err(format!(
+                                "{node} exists and was not installed by this project (its checksum is not in {MANIFEST}); remove it, choose another --bin-dir, or take it over with --replace-platform-binaries"
+                            ))
+                        }
+                    },
+                );
+                match result {
+                    Ok(p) => self.planned.push(p),
+                    Err(why) => refusals.push(why),
+                }
+                recorded.insert((*name).to_owned(), sha256::hex(content));
+            }
+            self.new_manifest = manifest_text(&recorded);
+            refusals
+        }
+
+        /// The config's step and oidc's registries file's; refusals go into `refusals`.
+        fn plan_config(&mut self, refusals: &mut Vec<String>) -> Result<(), CommandError> {
+            let args = self.args;
+            let root = &args.host_root;
+            let real_config = under(root, &self.node_config);
+            if args.binaries_only && !real_config.is_file() {
+                // The platform's config stays; it must exist, or the kubelet runs no plugin at all.
+                refusals.push(format!(
+                    "--binaries-only: {} does not exist, so nothing would run these binaries; drop --binaries-only to write a config",
+                    self.node_config
+                ));
+            }
+            if let (Some(file), true) = (&self.config_file, self.writes_config) {
+                let node_config = &self.node_config;
+                match super::write::plan(
+                    node_config.clone(),
+                    real_config.clone(),
+                    file.clone().into_bytes(),
+                    0o644,
+                    args.force,
+                    |have| config_may_be_replaced(args, node_config, have),
+                ) {
+                    Ok(p) => self.config_step = Some(p),
+                    Err(why) => refusals.push(why),
+                }
+            }
+            // oidc's registries file, from the mounted ConfigMap (install/oidc.rs).
+            if let (Some(source), Some(g)) = (&args.oidc_registries_from, &self.generated) {
+                let windows = args.init.windows();
+                match super::oidc::plan_registries(source, &g.text, root, args.force, windows)? {
+                    Ok(p) => self.registries_step = Some(p),
+                    Err(why) => refusals.push(why),
+                }
+            }
+            Ok(())
+        }
+
+        /// Validates the config before it is written: alone, or merged with the directory's
+        /// other files exactly as the kubelet would read them, against the bin dir as it will be.
+        fn validate(&self) -> Result<(), CommandError> {
+            let (Some(file), true) = (&self.config_file, self.writes_config) else {
+                return Ok(());
+            };
+            let binaries: Vec<&str> = self.sources.iter().map(|(name, _)| *name).collect();
             let staging = Staging {
-                root,
-                target: &target,
-                drop_in: args.init.drop_in().then_some(args.config_name.as_str()),
-                bin_dir: &bin_dir,
+                root: &self.args.host_root,
+                target: &self.target,
+                drop_in: self
+                    .args
+                    .init
+                    .drop_in()
+                    .then_some(self.args.config_name.as_str()),
+                bin_dir: &self.bin_dir,
                 binaries: &binaries,
             };
-            validate_staged(&staging, file)?;
+            validate_staged(&staging, file)
         }
 
-        // Temporary files a killed run left beside what is about to be written.
-        let mut stale: Vec<PathBuf> = planned.iter().flat_map(|p| leftovers(&p.real)).collect();
-        stale.extend(leftovers(&manifest_path));
-        if let Some(p) = &config_step {
-            stale.extend(leftovers(&p.real));
-        }
-        if let Some(p) = &registries_step {
-            stale.extend(leftovers(&p.real));
+        /// Temporary files a killed run left beside what is about to be written.
+        fn stale(&self) -> Vec<PathBuf> {
+            let mut stale: Vec<PathBuf> = self
+                .planned
+                .iter()
+                .flat_map(|p| leftovers(&p.real))
+                .collect();
+            stale.extend(leftovers(&self.manifest_path));
+            if let Some(p) = &self.config_step {
+                stale.extend(leftovers(&p.real));
+            }
+            if let Some(p) = &self.registries_step {
+                stale.extend(leftovers(&p.real));
+            }
+            stale
         }
 
-        let manifest_changed = new_manifest != old_manifest;
-        let changes = planned
-            .iter()
-            .chain(&config_step)
-            .chain(&registries_step)
-            .filter(|p| p.verb != Verb::Unchanged)
-            .count()
-            + usize::from(manifest_changed)
-            + stale.len();
-        let config_changed = config_step
-            .as_ref()
-            .is_some_and(|p| p.verb != Verb::Unchanged && p.verb != Verb::Chmod);
-        let mut out = String::new();
-        let would = if args.dry_run { "would " } else { "" };
-        out.push_str(&format!("host root: {}\n", root.display()));
-        match arch_source {
-            ArchSource::Host(_) => {}
-            ArchSource::Option => {
-                out.push_str(&format!("architecture: {} (--arch)\n", arch.name()))
+        /// The report's first lines: the host root, and the architecture unless the tree's own
+        /// ELF file told it.
+        fn header(&self) -> String {
+            let mut out = format!("host root: {}\n", self.args.host_root.display());
+            match self.arch_source {
+                ArchSource::Host(_) => {}
+                ArchSource::Option => {
+                    out.push_str(&format!("architecture: {} (--arch)\n", self.arch.name()))
+                }
+                ArchSource::Binaries => out.push_str(&format!(
+                    "architecture: {} (the binaries'; the tree has no /bin/sh to tell)\n",
+                    self.arch.name()
+                )),
             }
-            ArchSource::Binaries => out.push_str(&format!(
-                "architecture: {} (the binaries'; the tree has no /bin/sh to tell)\n",
-                arch.name()
-            )),
+            out
         }
 
-        let held = HoldSignals::new();
-        for path in &stale {
-            let node = node_of(root, path, args.init.windows());
-            out.push_str(&format!(
-                "{would}remove a temporary file an interrupted run left: {node}\n"
-            ));
-            if !args.dry_run {
-                fs::remove_file(path).or_else(|e| refused(format!("removing {node}: {e}")))?;
+        /// Makes the writes (or says what they would be), interrupts held until they are done:
+        /// leftovers removed, binaries, their checksums right after them (a later run must know
+        /// them as ours), oidc's registries file, then the config that names them.
+        fn write(
+            &self,
+            stale: &[PathBuf],
+            manifest_changed: bool,
+            out: &mut String,
+        ) -> Result<(), CommandError> {
+            let args = self.args;
+            let would = if args.dry_run { "would " } else { "" };
+            let held = HoldSignals::new();
+            for path in stale {
+                let node = node_of(&args.host_root, path, args.init.windows());
+                out.push_str(&format!(
+                    "{would}remove a temporary file an interrupted run left: {node}\n"
+                ));
+                if !args.dry_run {
+                    fs::remove_file(path).or_else(|e| refused(format!("removing {node}: {e}")))?;
+                }
             }
-        }
-        for p in &planned {
-            apply(p, args.dry_run, &mut out)?;
-        }
-        // The checksums right after the binaries: a later run must know them as ours.
-        if manifest_changed {
-            let node = node_join(&bin_dir, MANIFEST);
-            out.push_str(&format!("{would}record checksums: {node}\n"));
-            if !args.dry_run {
-                atomic_write(&manifest_path, new_manifest.as_bytes(), 0o644)?;
+            for p in &self.planned {
+                apply(p, args.dry_run, out)?;
             }
-        }
-        if let Some(p) = &registries_step {
-            apply(p, args.dry_run, &mut out)?;
-        }
-        if let Some(p) = &config_step {
-            apply(p, args.dry_run, &mut out)?;
-        }
-        drop(held);
-        if let (Some(p), false) = (&registries_step, args.dry_run) {
-            if let Err(e) = super::oidc::check_written(p) {
-                print!("{out}");
-                return Err(e);
+            if manifest_changed {
+                let node = node_join(&self.bin_dir, MANIFEST);
+                out.push_str(&format!("{would}record checksums: {node}\n"));
+                if !args.dry_run {
+                    atomic_write(&self.manifest_path, self.new_manifest.as_bytes(), 0o644)?;
+                }
             }
-            out.push_str(&format!(
-                "validated: {} (as oidc-credential-provider reads it)\n",
-                p.node
-            ));
+            if let Some(p) = &self.registries_step {
+                apply(p, args.dry_run, out)?;
+            }
+            if let Some(p) = &self.config_step {
+                apply(p, args.dry_run, out)?;
+            }
+            drop(held);
+            Ok(())
         }
-
-        report(
-            args,
-            &mut out,
-            &Outcome {
-                changes,
-                config_changed,
-                config_step: config_step.as_ref(),
-                node_config: &node_config,
-                target: &target,
-                bin_dir: &bin_dir,
-                real_bin_dir: &real_bin_dir,
-                explain: generated.as_ref().map_or(&[][..], |g| &g.stderr[..]),
-            },
-        )?;
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(out.as_bytes())
-            .and_then(|()| stdout.flush())
-            .or_else(|e| refused(format!("writing the report: {e}")))?;
-        Ok(0)
     }
 
     /// What the run did, for the report.

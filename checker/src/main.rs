@@ -23,6 +23,8 @@
 //! one line on stderr.
 
 mod alibaba_entry;
+mod argv;
+mod diagnosis;
 mod doctor;
 mod doctor_fleet;
 mod explain;
@@ -84,30 +86,7 @@ enum Command {
         image: String,
     },
     /// Exec every matching plugin as the kubelet does and judge its answer.
-    Run {
-        /// Config file or directory.
-        #[arg(long)]
-        config: PathBuf,
-        /// The kubelet's --image-credential-provider-bin-dir.
-        #[arg(long)]
-        bin_dir: PathBuf,
-        /// The image as in a pod spec.
-        image: String,
-        /// A file holding the pod's service-account token (sent only to providers with tokenAttributes).
-        #[arg(long)]
-        sa_token: Option<PathBuf>,
-        /// A service-account annotation KEY=VALUE (repeatable).
-        #[arg(long, value_parser = parse_annotation)]
-        sa_annotation: Vec<(String, String)>,
-        /// Show passwords and the token instead of <redacted>.
-        #[arg(long)]
-        show_secrets: bool,
-        /// Kill a plugin after this long (the kubelet's fixed timeout is 60s).
-        #[arg(long, default_value = "60s")]
-        timeout: GoDuration,
-        #[command(flatten)]
-        kubelet: KubeletArgs,
-    },
+    Run(RunArgs),
     /// Print a CredentialProviderConfig for this project's providers, from their defaults per platform.
     Init(Box<init::InitArgs>),
     /// Install the providers and init's config on a node whose root filesystem is mounted at
@@ -118,6 +97,33 @@ enum Command {
     Wait(wait::WaitArgs),
     /// Find the running kubelet (under --host-root) and say what its next pull will do.
     Doctor(Box<doctor::DoctorArgs>),
+}
+
+/// `run`'s options: the config, bin dir and image, and the pod the kubelet would pull for.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Config file or directory.
+    #[arg(long)]
+    config: PathBuf,
+    /// The kubelet's --image-credential-provider-bin-dir.
+    #[arg(long)]
+    bin_dir: PathBuf,
+    /// The image as in a pod spec.
+    image: String,
+    /// A file holding the pod's service-account token (sent only to providers with tokenAttributes).
+    #[arg(long)]
+    sa_token: Option<PathBuf>,
+    /// A service-account annotation KEY=VALUE (repeatable).
+    #[arg(long, value_parser = parse_annotation)]
+    sa_annotation: Vec<(String, String)>,
+    /// Show passwords and the token instead of <redacted>.
+    #[arg(long)]
+    show_secrets: bool,
+    /// Kill a plugin after this long (the kubelet's fixed timeout is 60s).
+    #[arg(long, default_value = "60s")]
+    timeout: GoDuration,
+    #[command(flatten)]
+    kubelet: KubeletArgs,
 }
 
 /// The kubelet a config is judged for (`validate`, `run`); without them, the newest one.
@@ -329,78 +335,80 @@ fn execute(cli: &Cli) -> Result<u8, String> {
                 Err(code) => code,
             },
         ),
-        Command::Match { config, image } => {
-            // `match` explains patterns even when other parts of the config are invalid.
-            let config = match config::load(config) {
-                Ok(c) => c,
-                Err(e) => {
-                    emit(
-                        format,
-                        || report::load_error_human(&e),
-                        || report::load_error_json(&e),
-                    );
-                    return Ok(NO);
-                }
-            };
-            let r = explain::match_providers(&config.providers, image)?;
-            emit(
-                format,
-                || report::match_human(&r),
-                || report::match_json(&r),
-            );
-            Ok(if r.matching().is_empty() { NO } else { 0 })
-        }
-        Command::Run {
-            config,
-            bin_dir,
-            image,
-            sa_token,
-            sa_annotation,
-            show_secrets,
-            timeout,
-            kubelet,
-        } => {
-            let kubelet = kubelet.kubelet()?;
-            let sa_token = match sa_token {
-                Some(path) => Some(
-                    std::fs::read_to_string(path)
-                        .map_err(|e| format!("reading --sa-token {}: {e}", path.display()))?
-                        .trim()
-                        .to_owned(),
-                ),
-                None => None,
-            };
-            let timeout = timeout
-                .to_std()
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| format!("--timeout must be positive, got {timeout}"))?;
-            let normalized_check = explain::normalize(image)?;
-            // Plugins that refuse their args still run: their own refusal is shown too.
-            let config = match load_valid(format, config, Some(bin_dir), &kubelet, true) {
-                Ok((c, _)) => c,
-                Err(code) => return Ok(code),
-            };
-            let r = explain::match_providers(&config.providers, image)?;
-            let opts = run::RunOptions {
-                bin_dir: bin_dir.clone(),
-                sa_token,
-                sa_annotations: sa_annotation.iter().cloned().collect::<BTreeMap<_, _>>(),
-                timeout: timeout.max(Duration::from_millis(1)),
-                show_secrets: *show_secrets,
-            };
-            let runs: Vec<run::ProviderRun> = config
-                .providers
-                .iter()
-                .filter(|p| r.matching().contains(&p.name.as_str()))
-                .map(|p| run::run_provider(p, &normalized_check, &opts))
-                .collect();
-            let usable = runs.iter().any(run::ProviderRun::usable);
-            emit(
-                format,
-                || report::run_human(&r, &runs, usable),
-                || report::run_json(&r, &runs, usable),
-            );
-            Ok(if usable { 0 } else { NO })
-        }
+        Command::Match { config, image } => match_command(format, config, image),
+        Command::Run(args) => run_command(format, args),
     }
+}
+
+/// `match`: explains patterns even when other parts of the config are invalid.
+fn match_command(format: Format, config: &Path, image: &str) -> Result<u8, String> {
+    let config = match config::load(config) {
+        Ok(c) => c,
+        Err(e) => {
+            emit(
+                format,
+                || report::load_error_human(&e),
+                || report::load_error_json(&e),
+            );
+            return Ok(NO);
+        }
+    };
+    let r = explain::match_providers(&config.providers, image)?;
+    emit(
+        format,
+        || report::match_human(&r),
+        || report::match_json(&r),
+    );
+    Ok(if r.matching().is_empty() { NO } else { 0 })
+}
+
+/// `run`: every usage error first, then the config as the kubelet would load it, then each
+/// matching provider run.
+fn run_command(format: Format, args: &RunArgs) -> Result<u8, String> {
+    let kubelet = args.kubelet.kubelet()?;
+    let sa_token = match &args.sa_token {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("reading --sa-token {}: {e}", path.display()))?
+                .trim()
+                .to_owned(),
+        ),
+        None => None,
+    };
+    let timeout = args
+        .timeout
+        .to_std()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("--timeout must be positive, got {}", args.timeout))?;
+    let normalized_check = explain::normalize(&args.image)?;
+    // Plugins that refuse their args still run: their own refusal is shown too.
+    let config = match load_valid(format, &args.config, Some(&args.bin_dir), &kubelet, true) {
+        Ok((c, _)) => c,
+        Err(code) => return Ok(code),
+    };
+    let r = explain::match_providers(&config.providers, &args.image)?;
+    let opts = run::RunOptions {
+        bin_dir: args.bin_dir.clone(),
+        sa_token,
+        sa_annotations: args
+            .sa_annotation
+            .iter()
+            .cloned()
+            .collect::<BTreeMap<_, _>>(),
+        timeout: timeout.max(Duration::from_millis(1)),
+        show_secrets: args.show_secrets,
+    };
+    let runs: Vec<run::ProviderRun> = config
+        .providers
+        .iter()
+        .filter(|p| r.matching().contains(&p.name.as_str()))
+        .map(|p| run::run_provider(p, &normalized_check, &opts))
+        .collect();
+    let usable = runs.iter().any(run::ProviderRun::usable);
+    emit(
+        format,
+        || report::run_human(&r, &runs, usable),
+        || report::run_json(&r, &runs, usable),
+    );
+    Ok(if usable { 0 } else { NO })
 }

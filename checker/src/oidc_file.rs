@@ -11,7 +11,7 @@ use kcp_kubelet_emulation::config::{Config, Provider};
 use kcp_kubelet_emulation::validate::{Finding, Validation};
 use kcp_oidc_registries::{FileError, Registries};
 
-use crate::doctor::provider_setting;
+use crate::argv::provider_setting;
 
 /// The provider's `--config` environment variable (providers/oidc/src/main.rs).
 pub const CONFIG_ENV: &str = "OIDC_CREDENTIAL_PROVIDER_CONFIG";

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
+use crate::diagnosis::{BinaryFormat, BinaryState, Diagnosis, ProviderBinary, run_verdict};
 use crate::explain::MatchReport;
 use crate::run::{ProviderRun, Verdict};
 use kcp_kubelet_emulation::config::{Config, LoadError};
@@ -301,106 +302,11 @@ pub fn run_human(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> String 
             let _ = writeln!(s, "not run: {why}");
             continue;
         }
-        if !run.argv.is_empty() {
-            let _ = writeln!(s, "exec:    {}", run.argv.join(" "));
+        run_exec_human(&mut s, run);
+        match &run.kubelet_error {
+            Some(error) => run_failure_human(&mut s, run, error),
+            None => run_answer_human(&mut s, run),
         }
-        for (k, v) in &run.env {
-            let _ = writeln!(s, "env:     {k}={v}");
-        }
-        if !run.request.is_empty() {
-            let _ = writeln!(s, "stdin:   {}", run.request);
-        }
-        let _ = writeln!(
-            s,
-            "exit:    {} after {} ms",
-            run.exit_code
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "none (killed or not started)".into()),
-            run.elapsed.as_millis()
-        );
-        if !run.stderr.is_empty() {
-            let _ = writeln!(s, "stderr (the kubelet drops it on success):");
-            for line in run.stderr.lines() {
-                let _ = writeln!(s, "  | {line}");
-            }
-        }
-        if let Some(error) = &run.kubelet_error {
-            if !run.stdout.is_empty() {
-                let _ = writeln!(
-                    s,
-                    "stdout{}:",
-                    if run.redacted {
-                        " (string values, and every value under auth, shown as their length; --show-secrets shows them)"
-                    } else {
-                        ""
-                    }
-                );
-                for line in run.stdout.lines() {
-                    let _ = writeln!(s, "  | {line}");
-                }
-            }
-            let _ = writeln!(s, "FAILED: the kubelet would log: {}", error.trim_end());
-            if let Some(cause) = &run.cause {
-                let _ = writeln!(s, "cause:   {cause}");
-            }
-            let _ = writeln!(
-                s,
-                "effect:  the plugin contributes nothing; the pull goes on with other credentials or anonymously"
-            );
-            continue;
-        }
-        let _ = writeln!(s, "response accepted by the kubelet's strict decoder");
-        for a in &run.auth {
-            let _ = writeln!(
-                s,
-                "  auth {} {:?}: username {:?}, password {}{}",
-                if a.used { "USED  " } else { "unused" },
-                a.key,
-                a.username,
-                a.password,
-                a.reason
-                    .as_ref()
-                    .map(|r| format!(" ({r})"))
-                    .unwrap_or_default()
-            );
-        }
-        if run.auth.is_empty() {
-            let _ = writeln!(s, "  no auth entries: no credentials from this plugin");
-        }
-        if let Some(c) = &run.cache {
-            let sa = c
-                .service_account_part
-                .as_ref()
-                .map(|p| format!(" + {p}"))
-                .unwrap_or_default();
-            match c.duration {
-                Some(d) => {
-                    let _ = writeln!(
-                        s,
-                        "cache:   {} key {:?}{sa}, kept {d} (from {})",
-                        c.key_type.as_str(),
-                        c.key,
-                        c.duration_source
-                    );
-                }
-                None => {
-                    let _ = writeln!(
-                        s,
-                        "cache:   not cached ({} is 0s); the plugin runs on every pull",
-                        c.duration_source
-                    );
-                }
-            }
-        }
-        let _ = writeln!(
-            s,
-            "{}",
-            if run.usable() {
-                "credentials: usable for this image"
-            } else {
-                "credentials: NONE apply to this image"
-            }
-        );
     }
     let _ = writeln!(
         s,
@@ -414,8 +320,118 @@ pub fn run_human(r: &MatchReport, runs: &[ProviderRun], usable: bool) -> String 
     s
 }
 
+/// One run's exec as the kubelet made it: argv, env, stdin, exit status and stderr.
+fn run_exec_human(s: &mut String, run: &ProviderRun) {
+    if !run.argv.is_empty() {
+        let _ = writeln!(s, "exec:    {}", run.argv.join(" "));
+    }
+    for (k, v) in &run.env {
+        let _ = writeln!(s, "env:     {k}={v}");
+    }
+    if !run.request.is_empty() {
+        let _ = writeln!(s, "stdin:   {}", run.request);
+    }
+    let _ = writeln!(
+        s,
+        "exit:    {} after {} ms",
+        run.exit_code
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "none (killed or not started)".into()),
+        run.elapsed.as_millis()
+    );
+    if !run.stderr.is_empty() {
+        let _ = writeln!(s, "stderr (the kubelet drops it on success):");
+        for line in run.stderr.lines() {
+            let _ = writeln!(s, "  | {line}");
+        }
+    }
+}
+
+/// A failed run: its stdout, the kubelet's message, the cause it hides and the effect.
+fn run_failure_human(s: &mut String, run: &ProviderRun, error: &str) {
+    if !run.stdout.is_empty() {
+        let _ = writeln!(
+            s,
+            "stdout{}:",
+            if run.redacted {
+                " (string values, and every value under auth, shown as their length; --show-secrets shows them)"
+            } else {
+                ""
+            }
+        );
+        for line in run.stdout.lines() {
+            let _ = writeln!(s, "  | {line}");
+        }
+    }
+    let _ = writeln!(s, "FAILED: the kubelet would log: {}", error.trim_end());
+    if let Some(cause) = &run.cause {
+        let _ = writeln!(s, "cause:   {cause}");
+    }
+    let _ = writeln!(
+        s,
+        "effect:  the plugin contributes nothing; the pull goes on with other credentials or anonymously"
+    );
+}
+
+/// An accepted answer: each auth entry and whether the keyring uses it, the cache entry, and
+/// whether the image gets credentials.
+fn run_answer_human(s: &mut String, run: &ProviderRun) {
+    let _ = writeln!(s, "response accepted by the kubelet's strict decoder");
+    for a in &run.auth {
+        let _ = writeln!(
+            s,
+            "  auth {} {:?}: username {:?}, password {}{}",
+            if a.used { "USED  " } else { "unused" },
+            a.key,
+            a.username,
+            a.password,
+            a.reason
+                .as_ref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default()
+        );
+    }
+    if run.auth.is_empty() {
+        let _ = writeln!(s, "  no auth entries: no credentials from this plugin");
+    }
+    if let Some(c) = &run.cache {
+        let sa = c
+            .service_account_part
+            .as_ref()
+            .map(|p| format!(" + {p}"))
+            .unwrap_or_default();
+        match c.duration {
+            Some(d) => {
+                let _ = writeln!(
+                    s,
+                    "cache:   {} key {:?}{sa}, kept {d} (from {})",
+                    c.key_type.as_str(),
+                    c.key,
+                    c.duration_source
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "cache:   not cached ({} is 0s); the plugin runs on every pull",
+                    c.duration_source
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        s,
+        "{}",
+        if run.usable() {
+            "credentials: usable for this image"
+        } else {
+            "credentials: NONE apply to this image"
+        }
+    );
+}
+
 /// `doctor` as JSON.
-pub fn doctor_json(d: &crate::doctor::Diagnosis) -> Value {
+pub fn doctor_json(d: &Diagnosis) -> Value {
     let judged = match &d.judged {
         None => Value::Null,
         Some(Ok((config, v))) => validation_json(config, v),
@@ -436,6 +452,7 @@ pub fn doctor_json(d: &crate::doctor::Diagnosis) -> Value {
         "imageCredentialProviderBinDir": d.bin_dir,
         "featureGates": d.feature_gates,
         "imagePullCredentialsVerificationPolicy": d.pull_credentials_policy,
+        "providers": d.providers.iter().map(provider_binary_json).collect::<Vec<_>>(),
         "problems": findings_json(&d.problems),
         "warnings": findings_json(&d.warnings),
         "validation": judged,
@@ -449,16 +466,72 @@ pub fn doctor_json(d: &crate::doctor::Diagnosis) -> Value {
             "serviceAccountToken": "none: doctor cannot mint a pod's service-account token",
             "providers": i.runs.iter().map(|run| {
                 let mut one = run_one_json(run);
-                one["result"] = json!(crate::doctor::run_verdict(run));
+                one["result"] = json!(run_verdict(run));
                 one
             }).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }
 
+/// One provider of the kubelet's config and its binary, as `doctor --output json` lists them.
+fn provider_binary_json(p: &ProviderBinary) -> Value {
+    let (format, architecture, interpreter) = match &p.format {
+        None => (None, None, None),
+        Some(BinaryFormat::Elf(m)) => (Some("ELF"), Some(m.name()), None),
+        Some(BinaryFormat::Pe(m)) => (Some("PE"), Some(m.name()), None),
+        Some(BinaryFormat::Script(line)) => (Some("script"), None, Some(line.clone())),
+        Some(BinaryFormat::Unknown) => (Some("unknown"), None, None),
+    };
+    json!({
+        "name": p.name,
+        "binary": p.binary,
+        "found": p.state != BinaryState::Missing,
+        "executable": p.state == BinaryState::Executable,
+        "state": binary_state_human(&p.state),
+        "format": format,
+        "architecture": architecture,
+        "interpreter": interpreter,
+        "matchImages": p.match_images,
+    })
+}
+
 /// `doctor` for people.
-pub fn doctor_human(d: &crate::doctor::Diagnosis) -> String {
+pub fn doctor_human(d: &Diagnosis) -> String {
     let mut s = String::new();
+    doctor_kubelet_human(&mut s, d);
+    for p in &d.providers {
+        let _ = writeln!(s, "provider {}: {}", p.name, provider_binary_human(p));
+    }
+    for f in &d.problems {
+        let _ = writeln!(s, "problem{}: {}", who(f), f.message);
+    }
+    for f in &d.warnings {
+        let _ = writeln!(s, "warning{}: {}", who(f), f.message);
+    }
+    doctor_images_human(&mut s, d);
+    for line in &d.fleet {
+        let _ = writeln!(s, "fleet: {line}");
+    }
+    if let Some(rbac) = &d.rbac {
+        let _ = writeln!(
+            s,
+            "RBAC the nodes need for their token audiences (apply with kubectl apply -f -):\n{rbac}"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "result: {}",
+        if d.healthy() {
+            "healthy"
+        } else {
+            "BROKEN (the next pull fails or goes anonymous)"
+        }
+    );
+    s
+}
+
+/// The kubelet found, its version, credential-provider flags and feature gates.
+fn doctor_kubelet_human(s: &mut String, d: &Diagnosis) {
     match &d.kubelet {
         Some(k) => {
             let _ = writeln!(
@@ -500,12 +573,43 @@ pub fn doctor_human(d: &crate::doctor::Diagnosis) -> String {
             .collect();
         let _ = writeln!(s, "feature gates: {}", gates.join(","));
     }
-    for f in &d.problems {
-        let _ = writeln!(s, "problem{}: {}", who(f), f.message);
+}
+
+/// A provider's binary on one line: where, whether the kubelet can exec it, what it is built
+/// for, and the images it is run for.
+fn provider_binary_human(p: &ProviderBinary) -> String {
+    let format = match &p.format {
+        None => String::new(),
+        Some(BinaryFormat::Elf(m)) => format!(", {}", m.name()),
+        Some(BinaryFormat::Pe(m)) => format!(", {} (Windows PE)", m.name()),
+        Some(BinaryFormat::Script(line)) => format!(", script (#!{line})"),
+        Some(BinaryFormat::Unknown) => ", neither ELF, PE nor a #! script".to_owned(),
+    };
+    let matches = if p.match_images.is_empty() {
+        "no matchImages".to_owned()
+    } else {
+        format!("matches {}", p.match_images.join(", "))
+    };
+    format!(
+        "{}: {}{format}; {matches}",
+        p.binary,
+        binary_state_human(&p.state)
+    )
+}
+
+/// Whether the kubelet's start-up check takes a provider's binary, in words.
+fn binary_state_human(state: &BinaryState) -> String {
+    match state {
+        BinaryState::Executable => "executable".to_owned(),
+        BinaryState::NotExecutable => "not executable".to_owned(),
+        BinaryState::Directory => "a directory".to_owned(),
+        BinaryState::Missing => "not found".to_owned(),
+        BinaryState::Unreadable(e) => format!("cannot be inspected: {e}"),
     }
-    for f in &d.warnings {
-        let _ = writeln!(s, "warning{}: {}", who(f), f.message);
-    }
+}
+
+/// Each `--image`: its verdict and each matching provider's run.
+fn doctor_images_human(s: &mut String, d: &Diagnosis) {
     for i in &d.images {
         let _ = writeln!(
             s,
@@ -524,31 +628,7 @@ pub fn doctor_human(d: &crate::doctor::Diagnosis) -> String {
                 _ if run.usable() => format!("credentials for {}", run.keys_used.join(", ")),
                 _ => "no credentials from it apply to this image".to_owned(),
             };
-            let _ = writeln!(
-                s,
-                "  {}: {}: {detail}",
-                run.name,
-                crate::doctor::run_verdict(run)
-            );
+            let _ = writeln!(s, "  {}: {}: {detail}", run.name, run_verdict(run));
         }
     }
-    for line in &d.fleet {
-        let _ = writeln!(s, "fleet: {line}");
-    }
-    if let Some(rbac) = &d.rbac {
-        let _ = writeln!(
-            s,
-            "RBAC the nodes need for their token audiences (apply with kubectl apply -f -):\n{rbac}"
-        );
-    }
-    let _ = writeln!(
-        s,
-        "result: {}",
-        if d.healthy() {
-            "healthy"
-        } else {
-            "BROKEN (the next pull fails or goes anonymous)"
-        }
-    );
-    s
 }

@@ -14,7 +14,8 @@ use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::matching::{explain, normalize_auth_key};
 use kcp_kubelet::protocol::{ApiVersion, CacheKeyType, encode_request};
 use kcp_kubelet_emulation::exec::{
-    DecodeContext, DecodeError, MAX_STDOUT_BYTES, PluginExec, decode_response,
+    AcceptedResponse, DecodeContext, DecodeError, ExecOutcome, MAX_STDOUT_BYTES, PluginExec,
+    decode_response,
 };
 
 use kcp_kubelet_emulation::config::Provider;
@@ -140,6 +141,54 @@ impl ProviderRun {
     }
 }
 
+/// What the kubelet sends a provider in token mode: the pod's token, the annotations it
+/// forwards, and whether the token is part of the cache key.
+struct TokenRequest<'a> {
+    token: Option<&'a str>,
+    annotations: BTreeMap<String, String>,
+    cache_type_token: bool,
+}
+
+impl<'a> TokenRequest<'a> {
+    /// Token mode (KEP-4412, docs/kubelet-contract.md “Service-account tokens”): what the
+    /// kubelet sends, or (`Err`) why it does not run the plugin.
+    fn of(p: &Provider, opts: &'a RunOptions) -> Result<Self, String> {
+        let mut sent = TokenRequest {
+            token: None,
+            annotations: BTreeMap::new(),
+            cache_type_token: false,
+        };
+        let Some(ta) = &p.token_attributes else {
+            return Ok(sent);
+        };
+        sent.cache_type_token = ta.cache_type == "Token";
+        match opts.sa_token.as_deref() {
+            None if ta.require_service_account == Some(true) => Err(
+                "requireServiceAccount is true and no --sa-token was given: the kubelet does not run this plugin for a pod without a service account".into(),
+            ),
+            None => Ok(sent),
+            Some(t) => {
+                if let Some(missing) = ta
+                    .required_keys
+                    .iter()
+                    .find(|k| !opts.sa_annotations.contains_key(*k))
+                {
+                    return Err(format!(
+                        "the service account lacks the required annotation {missing:?}: the kubelet does not run this plugin"
+                    ));
+                }
+                for key in ta.required_keys.iter().chain(&ta.optional_keys) {
+                    if let Some(value) = opts.sa_annotations.get(key) {
+                        sent.annotations.insert(key.clone(), value.clone());
+                    }
+                }
+                sent.token = Some(t);
+                Ok(sent)
+            }
+        }
+    }
+}
+
 /// Runs one provider for the (normalised) `image`.
 pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun {
     let mut out = ProviderRun::new(&p.name);
@@ -153,49 +202,21 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
         .chain(p.args.iter().cloned())
         .collect();
     out.env = shown_env(&p.env, opts.show_secrets);
-
-    // Token mode (KEP-4412, docs/kubelet-contract.md “Service-account tokens”): what the kubelet
-    // sends, or why it does not run the plugin.
-    let mut token: Option<&str> = None;
-    let mut annotations = BTreeMap::new();
-    let mut cache_type_token = false;
-    if let Some(ta) = &p.token_attributes {
-        cache_type_token = ta.cache_type == "Token";
-        match opts.sa_token.as_deref() {
-            None if ta.require_service_account == Some(true) => {
-                out.verdict = Verdict::Skipped(
-                    "requireServiceAccount is true and no --sa-token was given: the kubelet does not run this plugin for a pod without a service account".into(),
-                );
-                return out;
-            }
-            None => {}
-            Some(t) => {
-                if let Some(missing) = ta
-                    .required_keys
-                    .iter()
-                    .find(|k| !opts.sa_annotations.contains_key(*k))
-                {
-                    out.verdict = Verdict::Skipped(format!(
-                        "the service account lacks the required annotation {missing:?}: the kubelet does not run this plugin"
-                    ));
-                    return out;
-                }
-                for key in ta.required_keys.iter().chain(&ta.optional_keys) {
-                    if let Some(value) = opts.sa_annotations.get(key) {
-                        annotations.insert(key.clone(), value.clone());
-                    }
-                }
-                token = Some(t);
-            }
+    let sent = match TokenRequest::of(p, opts) {
+        Ok(sent) => sent,
+        Err(why) => {
+            out.verdict = Verdict::Skipped(why);
+            return out;
         }
-    }
-    let request = encode_request(api_version, image, token, &annotations);
+    };
+    let token = sent.token;
+    let request = encode_request(api_version, image, token, &sent.annotations);
     let shown_token = token.map(|t| secret(t, opts.show_secrets));
     out.request = String::from_utf8_lossy(&encode_request(
         api_version,
         image,
         shown_token.as_deref(),
-        &annotations,
+        &sent.annotations,
     ))
     .trim_end()
     .to_owned();
@@ -216,116 +237,137 @@ pub fn run_provider(p: &Provider, image: &str, opts: &RunOptions) -> ProviderRun
     } else {
         kcp_kubelet_emulation::stdout_shape::redacted(&outcome.stdout)
     };
-
-    // Failures the kubelet has no message for: (what happened, what to do).
-    let not_judged = if outcome.stdout_overflow {
-        Some((
-            format!(
-                "none: not judged: {} wrote more than {MAX_STDOUT_BYTES} bytes to stdout, where the checker stops reading and ends the plugin (the kubelet has no limit and would hold it all in memory)",
-                p.name
-            ),
-            "an answer is a few hundred bytes: the plugin writes something else to stdout (logs and dumps belong on stderr)",
-        ))
-    } else if outcome.pipes_held_open {
-        Some((
-            format!(
-                "none: the kubelet would block on this pull: {} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout",
-                p.name
-            ),
-            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)",
-        ))
-    } else {
-        None
-    };
-    if let Some((error, cause)) = not_judged {
+    if let Some((error, cause)) = not_judged(&outcome, &p.name) {
         out.kubelet_error = Some(error);
         out.cause = Some(cause.to_owned());
         return out;
     }
     if let Some(error) = outcome.kubelet_exec_error(&p.name, image) {
         out.kubelet_error = Some(hide_known(&error, &known, opts.show_secrets));
-        out.cause = Some(if outcome.timed_out {
-            format!(
-                "no answer within {}; the kubelet kills plugins after 60s",
-                GoDuration::from_std(opts.timeout)
-            )
-        } else if let Some(e) = &outcome.start_error {
-            format!("the plugin could not be started: {e}")
-        } else {
-            "the plugin failed; its stderr is quoted at the end of the kubelet's message".into()
-        });
+        out.cause = Some(exec_failure_cause(&outcome, opts));
         return out;
     }
     let ctx = DecodeContext {
         expected: api_version,
         image,
         service_account_token: token,
-        cache_type_token,
+        cache_type_token: sent.cache_type_token,
     };
     match decode_response(&outcome.stdout, ctx) {
-        Err(e) => {
-            out.kubelet_error = Some(if opts.show_secrets {
-                e.kubelet_message()
-            } else {
-                e.redacted_kubelet_message()
-            });
-            // The decoder's own words may quote a value from stdout (a password where an object
-            // belongs): only with --show-secrets.
-            let decoder = |c: &kcp_kubelet_emulation::exec::Cause| {
-                if opts.show_secrets {
-                    format!("; the decoder's message: {}", c.decoder_message())
-                } else {
-                    String::new()
-                }
-            };
-            // The kubelet hides only the strict-decoding cause; for the other failures its
-            // message already is the cause, so say how to fix it instead.
-            out.cause = Some(match &e {
-                DecodeError::Strict(cause) => format!("{cause}{}", decoder(cause)),
-                DecodeError::Gvk(cause) => format!("stdout must hold exactly one JSON document (whitespace around it only); log lines belong on stderr{}", decoder(cause)),
-                DecodeError::ApiVersionMismatch { .. } => "the plugin must answer in exactly the apiVersion the config names for it (no negotiation)".into(),
-                DecodeError::TokenEcho(_) => "set tokenAttributes.cacheType: Token, or return a credential other than the service-account token".into(),
-                DecodeError::InvalidCacheKeyType(_) => "cacheKeyType must be Image, Registry or Global (case-sensitive)".into(),
-            });
-        }
+        Err(e) => refused_answer(&mut out, &e, opts.show_secrets),
         Ok(accepted) => {
-            out.verdict = Verdict::Accepted;
             known.extend(accepted.auth.values().map(|(_, pass)| pass.as_str()));
             out.stderr = hide_known(&outcome.stderr_text(), &known, opts.show_secrets);
-            out.keys_used = accepted
-                .keys_for_image(image)
-                .into_iter()
-                .map(str::to_owned)
-                .collect();
-            out.auth = accepted
-                .auth
-                .iter()
-                .map(|(key, (user, pass))| {
-                    let used = out.keys_used.contains(key);
-                    let reason = (!used).then(|| match normalize_auth_key(key) {
-                        Err(e) => format!(
-                            "the kubelet drops it: Entry {key:?} in dockercfg invalid ({e}), ignoring"
-                        ),
-                        Ok(_) => explain(key, image).to_string(),
-                    });
-                    AuthEntry {
-                        key: key.clone(),
-                        username: user.clone(),
-                        password: secret(pass, opts.show_secrets),
-                        used,
-                        reason,
-                    }
-                })
-                .collect();
-            out.cache = Some(cache_entry(
-                p,
-                image,
-                accepted.cache_key_type,
-                accepted.cache_duration,
-            ));
+            accepted_answer(&mut out, p, image, &accepted, opts.show_secrets);
         }
     }
     out
+}
+
+/// Failures the kubelet has no message for: (what happened, what to do).
+fn not_judged(outcome: &ExecOutcome, name: &str) -> Option<(String, &'static str)> {
+    if outcome.stdout_overflow {
+        Some((
+            format!(
+                "none: not judged: {name} wrote more than {MAX_STDOUT_BYTES} bytes to stdout, where the checker stops reading and ends the plugin (the kubelet has no limit and would hold it all in memory)"
+            ),
+            "an answer is a few hundred bytes: the plugin writes something else to stdout (logs and dumps belong on stderr)",
+        ))
+    } else if outcome.pipes_held_open {
+        Some((
+            format!(
+                "none: the kubelet would block on this pull: {name} exited but a process it started still holds its stdout/stderr open, and the kubelet waits for them to close (exec WaitDelay unset), even past its 60s timeout"
+            ),
+            "a background child inherited the plugin's stdout/stderr; redirect or close them (e.g. `cmd >/dev/null 2>&1 &`)",
+        ))
+    } else {
+        None
+    }
+}
+
+/// Why an exec the kubelet logs as failed failed: a timeout, a plugin that could not start, or
+/// its own exit status.
+fn exec_failure_cause(outcome: &ExecOutcome, opts: &RunOptions) -> String {
+    if outcome.timed_out {
+        format!(
+            "no answer within {}; the kubelet kills plugins after 60s",
+            GoDuration::from_std(opts.timeout)
+        )
+    } else if let Some(e) = &outcome.start_error {
+        format!("the plugin could not be started: {e}")
+    } else {
+        "the plugin failed; its stderr is quoted at the end of the kubelet's message".into()
+    }
+}
+
+/// An answer the kubelet's decoder refuses: its message, and the cause it hides or the fix.
+fn refused_answer(out: &mut ProviderRun, e: &DecodeError, show_secrets: bool) {
+    out.kubelet_error = Some(if show_secrets {
+        e.kubelet_message()
+    } else {
+        e.redacted_kubelet_message()
+    });
+    // The decoder's own words may quote a value from stdout (a password where an object
+    // belongs): only with --show-secrets.
+    let decoder = |c: &kcp_kubelet_emulation::exec::Cause| {
+        if show_secrets {
+            format!("; the decoder's message: {}", c.decoder_message())
+        } else {
+            String::new()
+        }
+    };
+    // The kubelet hides only the strict-decoding cause; for the other failures its
+    // message already is the cause, so say how to fix it instead.
+    out.cause = Some(match e {
+        DecodeError::Strict(cause) => format!("{cause}{}", decoder(cause)),
+        DecodeError::Gvk(cause) => format!("stdout must hold exactly one JSON document (whitespace around it only); log lines belong on stderr{}", decoder(cause)),
+        DecodeError::ApiVersionMismatch { .. } => "the plugin must answer in exactly the apiVersion the config names for it (no negotiation)".into(),
+        DecodeError::TokenEcho(_) => "set tokenAttributes.cacheType: Token, or return a credential other than the service-account token".into(),
+        DecodeError::InvalidCacheKeyType(_) => "cacheKeyType must be Image, Registry or Global (case-sensitive)".into(),
+    });
+}
+
+/// An accepted answer: which auth entries the keyring uses for `image` (and why not the
+/// others), and the cache entry the kubelet keeps.
+fn accepted_answer(
+    out: &mut ProviderRun,
+    p: &Provider,
+    image: &str,
+    accepted: &AcceptedResponse,
+    show_secrets: bool,
+) {
+    out.verdict = Verdict::Accepted;
+    out.keys_used = accepted
+        .keys_for_image(image)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    out.auth = accepted
+        .auth
+        .iter()
+        .map(|(key, (user, pass))| {
+            let used = out.keys_used.contains(key);
+            let reason = (!used).then(|| match normalize_auth_key(key) {
+                Err(e) => format!(
+                    "the kubelet drops it: Entry {key:?} in dockercfg invalid ({e}), ignoring"
+                ),
+                Ok(_) => explain(key, image).to_string(),
+            });
+            AuthEntry {
+                key: key.clone(),
+                username: user.clone(),
+                password: secret(pass, show_secrets),
+                used,
+                reason,
+            }
+        })
+        .collect();
+    out.cache = Some(cache_entry(
+        p,
+        image,
+        accepted.cache_key_type,
+        accepted.cache_duration,
+    ));
 }
 
 /// The kubelet's cache decision (docs/kubelet-contract.md “Caching”): the response's duration

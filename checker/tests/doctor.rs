@@ -221,6 +221,98 @@ fn a_healthy_node_of_every_platform() {
     }
 }
 
+/// A healthy node still says what was checked: one line per provider of the config with the
+/// binary the kubelet execs, whether it can, what it is built for and what it matches; the
+/// same facts under `providers` in JSON.
+#[test]
+fn a_healthy_node_lists_each_provider_it_checked() {
+    if kcp_testkit::skip_on_windows(
+        "a_healthy_node_lists_each_provider_it_checked",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
+    let p = &PROFILES[0];
+    let other = "  - name: other-plugin\n    matchImages: [\"*.registry.example.org\", \"registry.example.org\"]\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    defaultCacheDuration: 1m\n";
+    let node = Node::new(
+        p,
+        &v1_config(&format!("{}{other}", provider(""))),
+        None,
+        &[],
+    );
+    let bin = on_node(&node.root, p.bin_dir).join("other-plugin");
+    std::fs::write(&bin, elf_header(own_machine())).unwrap();
+    let chmod = |mode: u32| {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(mode)).unwrap();
+    };
+    chmod(0o755);
+    let arch = if own_machine() == 62 {
+        "amd64"
+    } else {
+        "arm64"
+    };
+    let root = node.root.display().to_string();
+
+    let run = check(["doctor", "--host-root", &root]);
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{}", run.stdout);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "kubelet: pid 812 (/usr/bin/kubelet)\n\
+             version: 1.32 (from /usr/bin/kubelet --version)\n\
+             --image-credential-provider-config: /etc/kubernetes/credential-provider-config.yaml\n\
+             --image-credential-provider-bin-dir: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec\n\
+             provider my-plugin: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/my-plugin: executable, script (#!/bin/sh); matches registry.example.com\n\
+             provider other-plugin: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/other-plugin: executable, {arch}; matches *.registry.example.org, registry.example.org\n\
+             result: healthy\n"
+        )
+    );
+    let report = node.doctor(&[]).json();
+    assert_eq!(
+        report["providers"],
+        json!([
+            {
+                "name": "my-plugin",
+                "binary": "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/my-plugin",
+                "found": true,
+                "executable": true,
+                "state": "executable",
+                "format": "script",
+                "architecture": null,
+                "interpreter": "/bin/sh",
+                "matchImages": ["registry.example.com"],
+            },
+            {
+                "name": "other-plugin",
+                "binary": "/usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/other-plugin",
+                "found": true,
+                "executable": true,
+                "state": "executable",
+                "format": "ELF",
+                "architecture": arch,
+                "interpreter": null,
+                "matchImages": ["*.registry.example.org", "registry.example.org"],
+            },
+        ])
+    );
+
+    // Without its execute bit the kubelet refuses to start: the line says why beside the problem.
+    chmod(0o644);
+    let run = check(["doctor", "--host-root", &root]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains(&format!(
+            "provider other-plugin: /usr/libexec/kubernetes/kubelet-plugins/credential-provider/exec/other-plugin: not executable, {arch}; matches *.registry.example.org, registry.example.org\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    let report = node.doctor(&[]).json();
+    assert_eq!(report["providers"][1]["executable"], false);
+    assert_eq!(report["providers"][1]["state"], "not executable");
+}
+
 #[test]
 fn token_attributes_on_a_1_32_kubelet_break_every_platform() {
     if kcp_testkit::skip_on_windows(

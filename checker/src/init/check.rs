@@ -71,8 +71,36 @@ impl InitArgs {
         self.providers.contains(&p)
     }
 
-    /// Every rule about the options themselves; the kubelet's rules come after.
+    /// Every rule about the options themselves; the kubelet's rules come after. The first
+    /// broken rule is the one reported, so the steps run in a fixed order.
     pub(super) fn check(&self) -> Result<Checked<'_>, CommandError> {
+        let providers = self.check_provider_options()?;
+        let windows = platform_defaults(self.platform).windows;
+        self.check_common(windows)?;
+        let gcr = self.check_gcr()?;
+        let static_registry = self.check_static(windows)?;
+        let mirrors = self.check_acr(windows)?;
+        let identity_bindings = self.check_identity_bindings(windows)?;
+        let ecr_mirrors = self.check_ecr()?;
+        self.check_oidc(windows)?;
+        self.check_shared_identity(&providers)?;
+        let (alibaba_rrsa, alibaba_instances) = self.check_alibaba()?;
+        self.check_drop_in()?;
+        Ok(Checked {
+            providers,
+            gcr,
+            static_registry,
+            mirrors,
+            ecr_mirrors,
+            identity_bindings,
+            alibaba_rrsa,
+            alibaba_instances,
+        })
+    }
+
+    /// The providers asked for, each once in the order given, and the per-provider options
+    /// (`--match-images`, `--arg`, `--env`), which must name one of them.
+    fn check_provider_options(&self) -> Result<Vec<ProviderKind>, CommandError> {
         let mut providers = Vec::new();
         for p in &self.providers {
             if !providers.contains(p) {
@@ -109,6 +137,12 @@ impl InitArgs {
                 ));
             }
         }
+        Ok(providers)
+    }
+
+    /// The options every config has: `--cache-duration`, `--service-account`'s API version,
+    /// and the node paths `--bin-dir` and `--config-path`.
+    fn check_common(&self, windows: bool) -> Result<(), CommandError> {
         if let Some(d) = &self.cache_duration {
             match GoDuration::parse(d) {
                 Err(_) => {
@@ -122,7 +156,6 @@ impl InitArgs {
                 Ok(_) => {}
             }
         }
-        let windows = platform_defaults(self.platform).windows;
         if self.service_account && self.api_version != ApiVersion::V1 {
             return usage(
                 "--service-account needs --api-version v1 (tokenAttributes exist only in v1)",
@@ -136,8 +169,12 @@ impl InitArgs {
                 absolute(option, path, windows)?;
             }
         }
-        let gcr = self.check_gcr()?;
+        Ok(())
+    }
 
+    /// The `--static-*` options: all three for `--provider static`, none without it; the
+    /// registries it answers for.
+    fn check_static(&self, windows: bool) -> Result<Vec<String>, CommandError> {
         let static_options = [
             &self.static_registry,
             &self.static_username,
@@ -158,7 +195,12 @@ impl InitArgs {
         } else if static_options.iter().any(|o| o.is_some()) {
             return usage("--static-* options apply only to --provider static");
         }
+        Ok(static_registry)
+    }
 
+    /// acr's `--azure-config` and `--acr-registry-mirror`, only with `--provider acr`; each
+    /// mirror with its source host.
+    fn check_acr(&self, windows: bool) -> Result<Vec<(&str, String)>, CommandError> {
         let mut mirrors = Vec::new();
         if self.selected(ProviderKind::Acr) {
             if let Some(path) = &self.azure_config {
@@ -173,8 +215,12 @@ impl InitArgs {
         } else if self.azure_config.is_some() || !self.acr_registry_mirror.is_empty() {
             return usage("--azure-config and --acr-registry-mirror apply only to --provider acr");
         }
-        let identity_bindings = self.check_identity_bindings(windows)?;
+        Ok(mirrors)
+    }
 
+    /// The `--ecr-*` options, only with `--provider ecr`: mirrors, roles to assume, and what
+    /// needs `--service-account`; each mirror with its source host.
+    fn check_ecr(&self) -> Result<Vec<(&str, String)>, CommandError> {
         let mut ecr_mirrors = Vec::new();
         if self.selected(ProviderKind::Ecr) {
             for value in &self.ecr_registry_mirror {
@@ -232,11 +278,12 @@ impl InitArgs {
         {
             return usage("--ecr-* options apply only to --provider ecr");
         }
+        Ok(ecr_mirrors)
+    }
 
-        self.check_oidc(windows)?;
-        self.check_shared_identity(&providers)?;
-        let (alibaba_rrsa, alibaba_instances) = self.check_alibaba()?;
-
+    /// `--drop-in`: only on platforms whose kubelet reads a config directory, and with
+    /// `--config-path DIR` where the platform names no directory.
+    fn check_drop_in(&self) -> Result<(), CommandError> {
         let platform = platform_defaults(self.platform);
         if self.drop_in {
             if let Some(why) = platform.no_drop_in {
@@ -249,16 +296,7 @@ impl InitArgs {
                 ));
             }
         }
-        Ok(Checked {
-            providers,
-            gcr,
-            static_registry,
-            mirrors,
-            ecr_mirrors,
-            identity_bindings,
-            alibaba_rrsa,
-            alibaba_instances,
-        })
+        Ok(())
     }
 
     /// The `--alibaba-*` options: RRSA needs the cluster's RAM OIDC provider (the provider cannot

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::check::{Checked, split_commas};
 use super::defaults::{
     ACR_IB_TOKEN, ArgDefault, AudienceDefault, ECR_POD_IDENTITY_TOKEN, ImagesDefault,
-    platform_defaults, provider_defaults,
+    ProviderDefaults, platform_defaults, provider_defaults,
 };
 use super::{InitArgs, ProviderKind};
 
@@ -65,197 +65,221 @@ pub(super) struct TokenAttrs {
 impl InitArgs {
     /// Builds the document from the defaults table and the options.
     pub(super) fn document(&self, checked: &Checked<'_>) -> Document {
-        let provider_api = format!("{PROVIDER_GROUP}/{}", self.api_version.name());
         let providers = checked
             .providers
             .iter()
-            .map(|&p| {
-                let d = provider_defaults(p, self.platform);
-                let mut match_images = match d.match_images {
-                    ImagesDefault::Fixed(images) => {
-                        images.iter().map(|s| (*s).to_owned()).collect()
-                    }
-                    ImagesDefault::StaticRegistry => checked.static_registry.clone(),
-                    // check() insists on --match-images for it.
-                    ImagesDefault::Given => Vec::new(),
-                };
-                if let Some((_, list)) = self.match_images.iter().rev().find(|(q, _)| *q == p) {
-                    match_images = split_commas(list);
-                }
-                let mut args = Vec::new();
-                for arg in d.args {
-                    match arg {
-                        ArgDefault::Literal(s) => args.push((*s).to_owned()),
-                        ArgDefault::AzureConfig(default) => args.push(
-                            self.azure_config
-                                .clone()
-                                .unwrap_or_else(|| (*default).to_owned()),
-                        ),
-                        ArgDefault::StaticRegistry => {
-                            args.push(format!("--registry={}", checked.static_registry.join(",")));
-                        }
-                        ArgDefault::StaticUsername => args.push(format!(
-                            "--username={}",
-                            self.static_username.as_deref().unwrap_or_default()
-                        )),
-                        ArgDefault::StaticPasswordFile => args.push(format!(
-                            "--password-file={}",
-                            self.static_password_file.as_deref().unwrap_or_default()
-                        )),
-                        ArgDefault::GcrIdentity => {
-                            if let Some(gcr) = &checked.gcr {
-                                args.extend(gcr.args.iter().cloned());
-                            }
-                        }
-                        ArgDefault::OidcConfig => {
-                            args.push(format!("--config={}", self.oidc_registries_file()));
-                        }
-                        ArgDefault::AlibabaIdentity => {
-                            if let Some(rrsa) = &checked.alibaba_rrsa {
-                                args.push(format!("--oidc-provider-arn={}", rrsa.arn));
-                            }
-                        }
-                    }
-                }
-                if p == ProviderKind::Ecr {
-                    for (value, source) in &checked.ecr_mirrors {
-                        args.push(format!("--registry-mirror={value}"));
-                        if !match_images.contains(source) {
-                            match_images.push(source.clone());
-                        }
-                    }
-                    for value in &self.ecr_assume_role {
-                        args.push(format!("--assume-role={value}"));
-                    }
-                    if let Some(id) = &self.ecr_assume_role_external_id {
-                        args.push(format!("--assume-role-external-id={id}"));
-                    }
-                    if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
-                        args.push(format!("--eks-pod-identity-cluster={cluster}"));
-                    }
-                    for key in &self.ecr_role_annotation_key {
-                        args.push(format!("--role-annotation-key={key}"));
-                    }
-                }
-                if p == ProviderKind::Alibaba {
-                    for (value, host) in &checked.alibaba_instances {
-                        args.push(format!("--instance={value}"));
-                        if !match_images
-                            .iter()
-                            .any(|pattern| match_image(pattern, host))
-                        {
-                            match_images.push(host.clone());
-                        }
-                    }
-                }
-                if p == ProviderKind::Acr {
-                    args.extend(checked.identity_bindings.iter().cloned());
-                    for (value, source) in &checked.mirrors {
-                        args.push(format!("--registry-mirror={value}"));
-                        if !match_images.contains(source) {
-                            match_images.push(source.clone());
-                        }
-                    }
-                }
-                // Fleet mode: only the providers whose node-identity tokens a fleet shares.
-                if let Some(name) = &self.token_cache_shared_identity
-                    && matches!(p, ProviderKind::Ecr | ProviderKind::Acr)
-                {
-                    args.push(format!("--token-cache-shared-identity={name}"));
-                }
-                args.extend(
-                    self.args
-                        .iter()
-                        .filter(|(q, _)| *q == p)
-                        .map(|(_, a)| a.clone()),
-                );
-                // The platform's env first (eks-hybrid: nodeadm's AWS config), then `--env`'s.
-                let env = d
-                    .env
-                    .iter()
-                    .copied()
-                    .chain(
-                        self.env
-                            .iter()
-                            .filter(|(q, _)| *q == p)
-                            .filter_map(|(_, e)| e.split_once('=')),
-                    )
-                    .map(|(name, value)| EnvVar {
-                        name: name.to_owned(),
-                        value: value.to_owned(),
-                    })
-                    .collect();
-                // Identity bindings: AKS's own tokenAttributes (AgentBaker); EKS Pod Identity its
-                // own audience.
-                let token = match &d.token {
-                    Some(_) if p == ProviderKind::Acr && !checked.identity_bindings.is_empty() => {
-                        Some(&ACR_IB_TOKEN)
-                    }
-                    Some(_)
-                        if p == ProviderKind::Ecr
-                            && self.ecr_eks_pod_identity_cluster.is_some() =>
-                    {
-                        Some(&ECR_POD_IDENTITY_TOKEN)
-                    }
-                    other => other.as_ref(),
-                };
-                // oidc has nothing to trade without the pod's token: always in token mode.
-                let token_mode = self.service_account || p == ProviderKind::Oidc;
-                let token_attributes = match token {
-                    Some(t) if token_mode => Some(TokenAttrs {
-                        service_account_token_audience: match t.audience {
-                            AudienceDefault::Fixed(a) => a.to_owned(),
-                            AudienceDefault::GcrIdentity => checked
-                                .gcr
-                                .as_ref()
-                                .map(|g| g.audience.clone())
-                                .unwrap_or_default(),
-                            AudienceDefault::OidcAudience => {
-                                self.oidc_audience.clone().unwrap_or_default()
-                            }
-                        },
-                        cache_type: match self.oidc_cache_type {
-                            Some(c) if p == ProviderKind::Oidc => c.name(),
-                            _ => t.cache_type,
-                        },
-                        require_service_account: t.require_service_account,
-                        required_service_account_annotation_keys: if p == ProviderKind::Oidc {
-                            self.oidc_required_annotation.clone()
-                        } else {
-                            Vec::new()
-                        },
-                        // ecr's own keys replace the default one: a cluster that reserves it
-                        // must not have it forwarded either.
-                        optional_service_account_annotation_keys: if p == ProviderKind::Ecr
-                            && !self.ecr_role_annotation_key.is_empty()
-                        {
-                            self.ecr_role_annotation_key.clone()
-                        } else if p == ProviderKind::Oidc {
-                            self.oidc_optional_annotation.clone()
-                        } else {
-                            t.optional_keys.iter().map(|k| (*k).to_owned()).collect()
-                        },
-                    }),
-                    _ => None,
-                };
-                Entry {
-                    name: p.binary(),
-                    match_images,
-                    default_cache_duration: self
-                        .cache_duration
-                        .clone()
-                        .unwrap_or_else(|| d.cache_duration.to_owned()),
-                    api_version: provider_api.clone(),
-                    args,
-                    env,
-                    token_attributes,
-                }
-            })
+            .map(|&p| self.entry(p, checked))
             .collect();
         Document {
             api_version: format!("{CONFIG_GROUP}/{}", self.api_version.name()),
             kind: config::CONFIG_KIND,
             providers,
+        }
+    }
+
+    /// One provider's entry: its defaults on this platform, then what the options change.
+    fn entry(&self, p: ProviderKind, checked: &Checked<'_>) -> Entry {
+        let d = provider_defaults(p, self.platform);
+        let mut match_images = match d.match_images {
+            ImagesDefault::Fixed(images) => images.iter().map(|s| (*s).to_owned()).collect(),
+            ImagesDefault::StaticRegistry => checked.static_registry.clone(),
+            // check() insists on --match-images for it.
+            ImagesDefault::Given => Vec::new(),
+        };
+        if let Some((_, list)) = self.match_images.iter().rev().find(|(q, _)| *q == p) {
+            match_images = split_commas(list);
+        }
+        let mut args = self.default_args(d, checked);
+        self.provider_args(p, checked, &mut args, &mut match_images);
+        args.extend(
+            self.args
+                .iter()
+                .filter(|(q, _)| *q == p)
+                .map(|(_, a)| a.clone()),
+        );
+        // The platform's env first (eks-hybrid: nodeadm's AWS config), then `--env`'s.
+        let env = d
+            .env
+            .iter()
+            .copied()
+            .chain(
+                self.env
+                    .iter()
+                    .filter(|(q, _)| *q == p)
+                    .filter_map(|(_, e)| e.split_once('=')),
+            )
+            .map(|(name, value)| EnvVar {
+                name: name.to_owned(),
+                value: value.to_owned(),
+            })
+            .collect();
+        Entry {
+            name: p.binary(),
+            match_images,
+            default_cache_duration: self
+                .cache_duration
+                .clone()
+                .unwrap_or_else(|| d.cache_duration.to_owned()),
+            api_version: format!("{PROVIDER_GROUP}/{}", self.api_version.name()),
+            args,
+            env,
+            token_attributes: self.token_attributes(p, d, checked),
+        }
+    }
+
+    /// The args the defaults table gives the provider, filled in from the options.
+    fn default_args(&self, d: &ProviderDefaults, checked: &Checked<'_>) -> Vec<String> {
+        let mut args = Vec::new();
+        for arg in d.args {
+            match arg {
+                ArgDefault::Literal(s) => args.push((*s).to_owned()),
+                ArgDefault::AzureConfig(default) => args.push(
+                    self.azure_config
+                        .clone()
+                        .unwrap_or_else(|| (*default).to_owned()),
+                ),
+                ArgDefault::StaticRegistry => {
+                    args.push(format!("--registry={}", checked.static_registry.join(",")));
+                }
+                ArgDefault::StaticUsername => args.push(format!(
+                    "--username={}",
+                    self.static_username.as_deref().unwrap_or_default()
+                )),
+                ArgDefault::StaticPasswordFile => args.push(format!(
+                    "--password-file={}",
+                    self.static_password_file.as_deref().unwrap_or_default()
+                )),
+                ArgDefault::GcrIdentity => {
+                    if let Some(gcr) = &checked.gcr {
+                        args.extend(gcr.args.iter().cloned());
+                    }
+                }
+                ArgDefault::OidcConfig => {
+                    args.push(format!("--config={}", self.oidc_registries_file()));
+                }
+                ArgDefault::AlibabaIdentity => {
+                    if let Some(rrsa) = &checked.alibaba_rrsa {
+                        args.push(format!("--oidc-provider-arn={}", rrsa.arn));
+                    }
+                }
+            }
+        }
+        args
+    }
+
+    /// The args only some providers take (ecr's mirrors and roles, alibaba's instances, acr's
+    /// identity bindings and mirrors, the fleet's shared identity), and the images a mirror or
+    /// an instance adds to `match_images`.
+    fn provider_args(
+        &self,
+        p: ProviderKind,
+        checked: &Checked<'_>,
+        args: &mut Vec<String>,
+        match_images: &mut Vec<String>,
+    ) {
+        if p == ProviderKind::Ecr {
+            for (value, source) in &checked.ecr_mirrors {
+                args.push(format!("--registry-mirror={value}"));
+                if !match_images.contains(source) {
+                    match_images.push(source.clone());
+                }
+            }
+            for value in &self.ecr_assume_role {
+                args.push(format!("--assume-role={value}"));
+            }
+            if let Some(id) = &self.ecr_assume_role_external_id {
+                args.push(format!("--assume-role-external-id={id}"));
+            }
+            if let Some(cluster) = &self.ecr_eks_pod_identity_cluster {
+                args.push(format!("--eks-pod-identity-cluster={cluster}"));
+            }
+            for key in &self.ecr_role_annotation_key {
+                args.push(format!("--role-annotation-key={key}"));
+            }
+        }
+        if p == ProviderKind::Alibaba {
+            for (value, host) in &checked.alibaba_instances {
+                args.push(format!("--instance={value}"));
+                if !match_images
+                    .iter()
+                    .any(|pattern| match_image(pattern, host))
+                {
+                    match_images.push(host.clone());
+                }
+            }
+        }
+        if p == ProviderKind::Acr {
+            args.extend(checked.identity_bindings.iter().cloned());
+            for (value, source) in &checked.mirrors {
+                args.push(format!("--registry-mirror={value}"));
+                if !match_images.contains(source) {
+                    match_images.push(source.clone());
+                }
+            }
+        }
+        // Fleet mode: only the providers whose node-identity tokens a fleet shares.
+        if let Some(name) = &self.token_cache_shared_identity
+            && matches!(p, ProviderKind::Ecr | ProviderKind::Acr)
+        {
+            args.push(format!("--token-cache-shared-identity={name}"));
+        }
+    }
+
+    /// `tokenAttributes`, in token mode (`--service-account`, or always for oidc) for providers
+    /// with a per-pod identity.
+    fn token_attributes(
+        &self,
+        p: ProviderKind,
+        d: &ProviderDefaults,
+        checked: &Checked<'_>,
+    ) -> Option<TokenAttrs> {
+        // Identity bindings: AKS's own tokenAttributes (AgentBaker); EKS Pod Identity its
+        // own audience.
+        let token = match &d.token {
+            Some(_) if p == ProviderKind::Acr && !checked.identity_bindings.is_empty() => {
+                Some(&ACR_IB_TOKEN)
+            }
+            Some(_) if p == ProviderKind::Ecr && self.ecr_eks_pod_identity_cluster.is_some() => {
+                Some(&ECR_POD_IDENTITY_TOKEN)
+            }
+            other => other.as_ref(),
+        };
+        // oidc has nothing to trade without the pod's token: always in token mode.
+        let token_mode = self.service_account || p == ProviderKind::Oidc;
+        match token {
+            Some(t) if token_mode => Some(TokenAttrs {
+                service_account_token_audience: match t.audience {
+                    AudienceDefault::Fixed(a) => a.to_owned(),
+                    AudienceDefault::GcrIdentity => checked
+                        .gcr
+                        .as_ref()
+                        .map(|g| g.audience.clone())
+                        .unwrap_or_default(),
+                    AudienceDefault::OidcAudience => self.oidc_audience.clone().unwrap_or_default(),
+                },
+                cache_type: match self.oidc_cache_type {
+                    Some(c) if p == ProviderKind::Oidc => c.name(),
+                    _ => t.cache_type,
+                },
+                require_service_account: t.require_service_account,
+                required_service_account_annotation_keys: if p == ProviderKind::Oidc {
+                    self.oidc_required_annotation.clone()
+                } else {
+                    Vec::new()
+                },
+                // ecr's own keys replace the default one: a cluster that reserves it
+                // must not have it forwarded either.
+                optional_service_account_annotation_keys: if p == ProviderKind::Ecr
+                    && !self.ecr_role_annotation_key.is_empty()
+                {
+                    self.ecr_role_annotation_key.clone()
+                } else if p == ProviderKind::Oidc {
+                    self.oidc_optional_annotation.clone()
+                } else {
+                    t.optional_keys.iter().map(|k| (*k).to_owned()).collect()
+                },
+            }),
+            _ => None,
         }
     }
 

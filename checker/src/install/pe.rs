@@ -1,7 +1,8 @@
 //! Windows nodes: the architecture of a Windows executable (its PE header's machine) and the
 //! host's (read from `C:\Windows\System32\cmd.exe` under the host root), which the `.exe` files
-//! to install are checked against (`binaries`). Machines are given the ELF numbers [`Machine`] uses, so
-//! `--arch` and the messages are the same as on Linux.
+//! to install are checked against (`binaries`); `doctor` reads the same (doctor/binaries.rs).
+//! Machines are given the ELF numbers [`Machine`] uses, so `--arch` and the messages are the
+//! same as on Linux.
 
 use std::fs;
 use std::path::Path;
