@@ -165,6 +165,15 @@ fn judge_config(
     for f in v.registration.iter().chain(&v.arguments) {
         d.problems.push(f.clone());
     }
+    if let Some(f) = &v.fatal {
+        d.problem(
+            f.provider.as_deref(),
+            format!(
+                "the kubelet passes validation, then dies at registration with exit status 255: {}",
+                f.message
+            ),
+        );
+    }
     d.warnings.extend(v.warnings.iter().cloned());
     d.providers = binaries::inspect(bin_dir, &bin, &config);
     binaries::architectures(root, &bin, &config, d);

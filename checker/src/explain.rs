@@ -31,7 +31,7 @@ pub struct ProviderMatch {
 /// The image as the kubelet sees it and the verdict per provider.
 #[derive(Debug, Clone)]
 pub struct MatchReport {
-    /// The image as given.
+    /// The image as the user typed it, shown beside what the kubelet makes of it.
     pub image: String,
     /// What the kubelet matches and sends: registry/repository, no tag or digest.
     pub normalized: String,

@@ -107,9 +107,10 @@ pub enum Platform {
     Aks,
     /// Google GKE (COS or Ubuntu nodes).
     Gke,
-    /// k3s.
+    /// k3s (server or agent), which wires both kubelet flags itself to
+    /// /var/lib/rancher/credentialprovider.
     K3s,
-    /// RKE2.
+    /// RKE2 (server or agent), with k3s's layout under /var/lib/rancher/credentialprovider.
     Rke2,
     /// kind (Kubernetes in Docker; kubeadm inside each node container).
     Kind,

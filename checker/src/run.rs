@@ -53,7 +53,8 @@ pub enum Verdict {
 pub struct AuthEntry {
     /// The key as the plugin sent it.
     pub key: String,
-    /// The username.
+    /// Shown as the plugin answered it: a user name is not a secret (`AWS`, `_token`, a robot
+    /// name).
     pub username: String,
     /// The password, or [`REDACTED`].
     pub password: String,

@@ -992,3 +992,23 @@ fn an_alibaba_entry_that_cannot_use_rrsa_is_a_warning() {
         ]
     );
 }
+
+#[test]
+fn a_repeated_name_on_a_1_32_node_is_the_fatal_registration() {
+    if kcp_testkit::skip_on_windows(
+        "a_repeated_name_on_a_1_32_node_is_the_fatal_registration",
+        "doctor reads a Linux node (/proc, ELF binaries, file owners)",
+    ) {
+        return;
+    }
+    // The fake node's kubelet says v1.32.4: validation passes, registration kills it.
+    let twice = v1_config(&format!("{}{}", provider(""), provider("")));
+    let node = Node::new(&PROFILES[0], &twice, None, &[]);
+    let run = node.doctor(&[]);
+    let report = run.json();
+    assert_eq!(run.code, 1, "{report}");
+    assert_eq!(
+        problems(&report),
+        vec!["the kubelet passes validation, then dies at registration with exit status 255: Credential provider \"my-plugin\" was registered twice".to_owned()]
+    );
+}

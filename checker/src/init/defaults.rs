@@ -165,7 +165,7 @@ pub(super) fn platform_defaults(platform: Platform) -> &'static PlatformDefaults
 pub(super) enum ImagesDefault {
     /// A fixed list.
     Fixed(&'static [&'static str]),
-    /// `--static-registry`.
+    /// The registries given to `--static-registry`, which the robot account is for.
     StaticRegistry,
     /// None: `--match-images P=LIST` is required.
     Given,
@@ -199,7 +199,7 @@ pub(super) enum AudienceDefault {
     Fixed(&'static str),
     /// From the `--gcr-*` identity options.
     GcrIdentity,
-    /// `--oidc-audience`.
+    /// `--oidc-audience`: the audience the registry's OIDC trust expects.
     OidcAudience,
 }
 
