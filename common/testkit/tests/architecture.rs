@@ -8,6 +8,7 @@ mod architecture {
     pub mod docs;
     pub mod functions;
     pub mod imports;
+    pub mod layers;
     pub mod names;
     pub mod sources;
 }
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 use architecture::docs::{restates, restating_docs};
 use architecture::functions::{MAX_FUNCTION_LINES, long_functions, tri_state_functions};
 use architecture::imports::circles;
+use architecture::layers::{layering_breaks, our_dependencies};
 use architecture::names::confusing_names;
 use architecture::sources::crates;
 use kcp_testkit::TempDir;
@@ -107,6 +109,29 @@ fn type_names_are_neither_std_traits_nor_repeated_in_a_crate() {
         found.is_empty(),
         "type names that mislead (rename them after what they hold):\n  {}",
         found.join("\n  ")
+    );
+}
+
+#[test]
+fn each_crate_links_only_the_crates_of_ours_its_layer_allows() {
+    let breaks = layering_breaks(&repo());
+    assert!(
+        breaks.is_empty(),
+        "links between our crates outside docs/development.md \"Layering\" (change the code, or \
+         the table in tests/architecture/layers.rs and that section together):\n  {}",
+        breaks.join("\n  ")
+    );
+}
+
+#[test]
+fn our_dependencies_reads_only_the_dependencies_tables() {
+    let manifest = "[package]\nname = \"x\"\n\n[dependencies]\nkcp-kubelet.workspace = true\n\
+                    kcp-plugin = { workspace = true }\nserde = \"1\"\n\n\
+                    [target.'cfg(unix)'.dependencies]\nkcp-provider-args.workspace = true\n\n\
+                    [dev-dependencies]\nkcp-testkit.workspace = true\n";
+    assert_eq!(
+        our_dependencies(manifest).into_iter().collect::<Vec<_>>(),
+        ["kcp-kubelet", "kcp-plugin", "kcp-provider-args"]
     );
 }
 
