@@ -348,33 +348,22 @@ fn a_missing_binary_before_the_repeat_stops_a_1_32_kubelet_first() {
     std::fs::write(&path, twice()).unwrap();
     let bin = dir.path().join("bin");
     std::fs::create_dir(&bin).unwrap();
-    let args = |bin: &Path| {
-        let mut args = vec!["--kubelet-version".to_owned(), "1.32".into()];
-        args.extend(["--bin-dir".into(), bin.display().to_string()]);
-        args
+    // `kubeletExit` and `registrationFatal` for the config judged as 1.32 with `bin` as bin dir.
+    let judge = || {
+        let bin = bin.display().to_string();
+        let run = validate_as(&path, &["--kubelet-version", "1.32", "--bin-dir", &bin]);
+        assert_eq!(run.code, 1);
+        let report = run.json();
+        (
+            report["kubeletExit"].clone(),
+            report["registrationFatal"].clone(),
+        )
     };
-    let run = validate_as(
-        &path,
-        &args(&bin).iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    let report = run.json();
-    assert_eq!(
-        (run.code, &report["kubeletExit"]),
-        (1, &serde_json::json!(1))
-    );
-    assert_eq!(report["registrationFatal"], serde_json::Value::Null);
+    let fatal = serde_json::json!("Credential provider \"p\" was registered twice");
+    assert_eq!(judge(), (serde_json::json!(1), serde_json::Value::Null));
     // With the binary in place, the second `p` is what stops it.
     write_script(&bin.join(common::exe("p")), "exit 0");
-    let run = validate_as(
-        &path,
-        &args(&bin).iter().map(String::as_str).collect::<Vec<_>>(),
-    );
-    let report = run.json();
-    assert_eq!(
-        (run.code, &report["kubeletExit"]),
-        (1, &serde_json::json!(255))
-    );
-    assert_eq!(report["registrationErrors"], serde_json::json!([]));
+    assert_eq!(judge(), (serde_json::json!(255), fatal));
 }
 
 #[test]

@@ -8,7 +8,7 @@
 
 use syn::visit::Visit;
 
-use super::sources::{Crate, test_only};
+use super::sources::{Crate, item_attrs};
 
 /// Every doc comment that restates its item's name, as `file:line name: "comment"`, sorted.
 pub fn restating_docs(crates: &[Crate]) -> Vec<String> {
@@ -117,9 +117,6 @@ impl Finder<'_> {
 
 impl<'ast> Visit<'ast> for Finder<'_> {
     fn visit_item(&mut self, item: &'ast syn::Item) {
-        if test_only(super::sources::item_attrs(item)) {
-            return;
-        }
         let named = match item {
             syn::Item::Const(i) => Some(&i.ident),
             syn::Item::Enum(i) => Some(&i.ident),
@@ -131,7 +128,7 @@ impl<'ast> Visit<'ast> for Finder<'_> {
             _ => None,
         };
         if let Some(name) = named {
-            self.check(super::sources::item_attrs(item), name);
+            self.check(item_attrs(item), name);
         }
         syn::visit::visit_item(self, item);
     }
@@ -149,25 +146,11 @@ impl<'ast> Visit<'ast> for Finder<'_> {
     }
 
     fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
-        if !test_only(&item.attrs) {
-            self.check(&item.attrs, &item.sig.ident);
-            syn::visit::visit_impl_item_fn(self, item);
-        }
+        self.check(&item.attrs, &item.sig.ident);
+        syn::visit::visit_impl_item_fn(self, item);
     }
 
     fn visit_impl_item_const(&mut self, item: &'ast syn::ImplItemConst) {
         self.check(&item.attrs, &item.ident);
-    }
-
-    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
-        if !test_only(&module.attrs) {
-            syn::visit::visit_item_mod(self, module);
-        }
-    }
-
-    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
-        if !test_only(&item.attrs) {
-            syn::visit::visit_item_impl(self, item);
-        }
     }
 }

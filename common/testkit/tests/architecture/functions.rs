@@ -6,7 +6,7 @@
 
 use syn::visit::Visit;
 
-use super::sources::{Crate, test_only};
+use super::sources::Crate;
 
 /// Most lines a production function may span.
 pub const MAX_FUNCTION_LINES: usize = 100;
@@ -73,37 +73,20 @@ impl Finder<'_> {
 
 impl<'ast> Visit<'ast> for Finder<'_> {
     fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
-        if !test_only(&item.attrs) {
-            self.check(&item.sig, &item.block);
-            syn::visit::visit_item_fn(self, item);
-        }
+        self.check(&item.sig, &item.block);
+        syn::visit::visit_item_fn(self, item);
     }
 
     fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
-        if !test_only(&item.attrs) {
-            self.check(&item.sig, &item.block);
-            syn::visit::visit_impl_item_fn(self, item);
-        }
+        self.check(&item.sig, &item.block);
+        syn::visit::visit_impl_item_fn(self, item);
     }
 
     fn visit_trait_item_fn(&mut self, item: &'ast syn::TraitItemFn) {
-        if let (false, Some(body)) = (test_only(&item.attrs), &item.default) {
+        if let Some(body) = &item.default {
             self.check(&item.sig, body);
-            syn::visit::visit_trait_item_fn(self, item);
         }
-    }
-
-    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
-        // A module inside a function body (rare) is read with it; test-only ones are not.
-        if !test_only(&module.attrs) {
-            syn::visit::visit_item_mod(self, module);
-        }
-    }
-
-    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
-        if !test_only(&item.attrs) {
-            syn::visit::visit_item_impl(self, item);
-        }
+        syn::visit::visit_trait_item_fn(self, item);
     }
 }
 

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
-use super::sources::{Crate, test_only};
+use super::sources::Crate;
 
 /// One reference from a module's code to a path in its crate.
 struct Reference {
@@ -216,24 +216,6 @@ impl<'ast> Visit<'ast> for Walker<'_> {
             self.add(&segments, path.span());
         }
         syn::visit::visit_path(self, path);
-    }
-
-    fn visit_impl_item_fn(&mut self, item: &'ast syn::ImplItemFn) {
-        if !test_only(&item.attrs) {
-            syn::visit::visit_impl_item_fn(self, item);
-        }
-    }
-
-    fn visit_item_fn(&mut self, item: &'ast syn::ItemFn) {
-        if !test_only(&item.attrs) {
-            syn::visit::visit_item_fn(self, item);
-        }
-    }
-
-    fn visit_item_mod(&mut self, module: &'ast syn::ItemMod) {
-        if !test_only(&module.attrs) {
-            syn::visit::visit_item_mod(self, module);
-        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::sources::{Crate, item_attrs, test_only};
+use super::sources::Crate;
 
 /// Standard traits a type of ours must not be named after.
 const STD_TRAITS: &[&str] = &[
@@ -54,9 +54,6 @@ pub fn confusing_names(crates: &[Crate]) -> Vec<String> {
         let mut seen: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for module in &krate.modules {
             for item in &module.items {
-                if test_only(item_attrs(item)) {
-                    continue;
-                }
                 let name = match item {
                     syn::Item::Struct(i) => i.ident.to_string(),
                     syn::Item::Enum(i) => i.ident.to_string(),

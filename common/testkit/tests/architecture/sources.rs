@@ -2,8 +2,8 @@
 //! (`src/lib.rs`, `src/main.rs`) with the files its `mod` items load, parsed by `syn`.
 //!
 //! What counts as production: everything a crate root reaches, less `#[cfg(test)]` and
-//! `#[cfg(fuzzing)]` items (and `cfg(any(..))` of only those), files named `tests.rs`, the
-//! test kit and the fuzz crate. Integration tests, examples and benches are never reached
+//! `#[cfg(fuzzing)]` items at any depth (and `cfg(any(..))` of only those), files named
+//! `tests.rs`, the test kit and the fuzz crate. The checks see only what is left. Integration tests, examples and benches are never reached
 //! from a crate root, so they are never read.
 
 use std::path::{Path, PathBuf};
@@ -117,10 +117,13 @@ fn collect(
     items: Vec<syn::Item>,
     out: &mut Vec<Module>,
 ) {
-    let items: Vec<syn::Item> = items
+    let mut items: Vec<syn::Item> = items
         .into_iter()
         .filter(|item| !test_only(item_attrs(item)))
         .collect();
+    for item in &mut items {
+        syn::visit_mut::VisitMut::visit_item_mut(&mut StripTests, item);
+    }
     let children: Vec<syn::ItemMod> = items
         .iter()
         .filter_map(|item| match item {
@@ -189,6 +192,45 @@ fn path_attrs(attrs: &[syn::Attribute]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Takes test-only items out at every depth (methods of an `impl`, items inside a function or an
+/// inline module), so the checks never see them.
+struct StripTests;
+
+impl syn::visit_mut::VisitMut for StripTests {
+    fn visit_item_impl_mut(&mut self, item: &mut syn::ItemImpl) {
+        item.items.retain(|i| match i {
+            syn::ImplItem::Fn(f) => !test_only(&f.attrs),
+            syn::ImplItem::Const(c) => !test_only(&c.attrs),
+            syn::ImplItem::Type(t) => !test_only(&t.attrs),
+            _ => true,
+        });
+        syn::visit_mut::visit_item_impl_mut(self, item);
+    }
+
+    fn visit_item_trait_mut(&mut self, item: &mut syn::ItemTrait) {
+        item.items.retain(|i| match i {
+            syn::TraitItem::Fn(f) => !test_only(&f.attrs),
+            _ => true,
+        });
+        syn::visit_mut::visit_item_trait_mut(self, item);
+    }
+
+    fn visit_item_mod_mut(&mut self, item: &mut syn::ItemMod) {
+        if let Some((_, items)) = &mut item.content {
+            items.retain(|i| !test_only(item_attrs(i)));
+        }
+        syn::visit_mut::visit_item_mod_mut(self, item);
+    }
+
+    fn visit_block_mut(&mut self, block: &mut syn::Block) {
+        block.stmts.retain(|s| match s {
+            syn::Stmt::Item(i) => !test_only(item_attrs(i)),
+            _ => true,
+        });
+        syn::visit_mut::visit_block_mut(self, block);
+    }
 }
 
 /// The attributes of any item.
