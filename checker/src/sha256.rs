@@ -4,7 +4,7 @@
 /// The SHA-256 of `data`, as 64 lowercase hex digits: ring's digest, as the providers' token
 /// cache uses, and the hex encoder the workspace shares.
 pub fn hex(data: &[u8]) -> String {
-    kcp_kubelet::hex::encode(ring::digest::digest(&ring::digest::SHA256, data).as_ref())
+    kcp_plugin::hex::encode(ring::digest::digest(&ring::digest::SHA256, data).as_ref())
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub struct WaitArgs {
     /// Each copied entry is refreshed a random 0..PERCENT % of its life early, so nodes do not
     /// all fetch on their own in the same minutes when the controller is down (as the providers'
     /// --cache-jitter).
-    #[arg(long, value_name = "PERCENT", default_value_t = kcp_kubelet::cache_hint::DEFAULT_JITTER_PERCENT, value_parser = clap::value_parser!(u8).range(0..=100))]
+    #[arg(long, value_name = "PERCENT", default_value_t = kcp_plugin::cache_hint::DEFAULT_JITTER_PERCENT, value_parser = clap::value_parser!(u8).range(0..=100))]
     pub cache_jitter: u8,
     /// How often to copy even when the Secret has not changed (a Go duration).
     #[arg(long, value_name = "DURATION", default_value = "30s")]

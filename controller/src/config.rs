@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use kcp_kubelet::cache_hint::JITTER_ENV;
 use kcp_kubelet::yaml11;
+use kcp_plugin::cache_hint::JITTER_ENV;
 use kcp_plugin::token_cache::{
     DIR_ENV, ENABLE_ENV, MAX_ADOPTED_ENTRIES, PRINT_KEY_ENV, SHARED_IDENTITY_ENV,
 };

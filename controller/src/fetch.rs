@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use kcp_kubelet::cache_hint::JITTER_ENV;
 use kcp_kubelet::protocol::{ApiVersion, encode_request};
 use kcp_kubelet_emulation::exec::{DecodeContext, ExecOutcome, PluginExec, decode_response};
+use kcp_plugin::cache_hint::JITTER_ENV;
 use kcp_plugin::safe_file;
 use kcp_plugin::token_cache::{
     DIR_ENV, ENABLE_ENV, PRINT_KEY_ENV, PublishedEntry, SHARED_IDENTITY_ENV,

@@ -1,12 +1,15 @@
 //! The kubelet's image credential provider contract, in Rust.
 //!
-//! This crate owns what the kubelet defines, independent of any cloud and of how a plugin is run:
-//! a plugin written in Rust, a test and a config checker all read the contract from here. Every
-//! provider links it, so it holds the wire contract only: it spawns no process and carries no
-//! config validation. The kubelet's own side (reading and validating `CredentialProviderConfig`,
-//! running a plugin and judging its stdout) is the checker's, in `kcp-kubelet-emulation`.
-//! It names none of this project's flags either: what our provider binaries accept on their
-//! command line (flag tables, Go's flag syntax, mirror mappings) is `kcp-provider-args`'s.
+//! This crate holds the kubelet's contract and nothing of ours: the wire types, image references,
+//! matching, Go durations and YAML as the kubelet reads it.
+//!
+//! It is independent of any cloud and of how a plugin is run: a plugin written in Rust, a test
+//! and a config checker all read the contract from here. Every provider links it, so it spawns no
+//! process and carries no config validation. The kubelet's own side (reading and validating
+//! `CredentialProviderConfig`, running a plugin and judging its stdout) is the checker's, in
+//! `kcp-kubelet-emulation`. What our provider binaries accept on their command line (flag tables,
+//! Go's flag syntax, mirror mappings) is `kcp-provider-args`'s; how they choose `cacheDuration`
+//! (margins, fleet jitter) and the hex of their digests are `kcp-plugin`'s.
 //!
 //! - [`protocol`]: `CredentialProviderRequest`/`Response`, v1, v1beta1 and v1alpha1.
 //! - [`duration`]: Go duration strings, as `cacheDuration` and `defaultCacheDuration` carry them.
@@ -14,18 +17,14 @@
 //! - [`matching`]: the kubelet's glob matching for `matchImages` and `auth` keys, on top of
 //!   hand-made copies of the Go standard library functions it calls (`go`: `net/url`,
 //!   `net.SplitHostPort`, `net/netip`, `path/filepath.Match`, `strconv.Quote`).
-//! - [`cache_hint`]: `cacheDuration` from a credential's real expiry, and fleet jitter.
 //! - [`secret`]: a string type that never prints its value (the response's password).
-//! - [`hex`]: lower-case hex for digests, shared by the runtime and the checker.
 //! - [`yaml11`]: YAML as the kubelet's `sigs.k8s.io/yaml` reads it (ACR's `azure.json`, and the
 //!   checker's configs).
 //!
 //! The contract as this project implements it is written up in `docs/kubelet-contract.md`.
 
-pub mod cache_hint;
 pub mod duration;
 mod go;
-pub mod hex;
 pub mod image;
 pub mod matching;
 pub mod protocol;

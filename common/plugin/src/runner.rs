@@ -13,6 +13,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::cache_hint;
 use crate::deadline::Deadline;
 use crate::logging::{self, error_chain};
 use crate::metrics::{self, ErrorClass, MetricsFile, Outcome};
@@ -20,8 +21,8 @@ use crate::provider::Provider;
 /// Also reachable here, where [`serve`] turns it into the run's one stderr line.
 pub use crate::provider::ProviderError;
 use crate::settings::Settings;
+use crate::time::unix_secs;
 use crate::token_cache::{Issuer, SharedIdentity};
-use kcp_kubelet::cache_hint;
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::protocol::{
     CredentialProviderRequest, CredentialProviderResponse, MAX_REQUEST_BYTES,
@@ -241,11 +242,7 @@ fn ceiling(
 ) -> GoDuration {
     let mut longest = issuer.map(|i| GoDuration::from_std(i.longest_life()));
     if let Some(at) = expires_at {
-        let left = GoDuration::from_secs(
-            cache_hint::unix_secs(at)
-                .saturating_sub(cache_hint::unix_secs(now))
-                .max(0),
-        );
+        let left = GoDuration::from_secs(unix_secs(at).saturating_sub(unix_secs(now)).max(0));
         longest = Some(longest.map_or(left, |l| l.min(left)));
     }
     match longest {

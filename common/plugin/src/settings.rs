@@ -10,9 +10,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use kcp_kubelet::cache_hint::{DEFAULT_JITTER_PERCENT, JITTER_ENV};
 use kcp_kubelet::duration::GoDuration;
 
+use crate::cache_hint::{DEFAULT_JITTER_PERCENT, JITTER_ENV};
 use crate::deadline::{DEADLINE_ENV, DEFAULT_DEADLINE};
 use crate::logging::Verbosity;
 use crate::metrics::{self, MetricsFile};

@@ -21,7 +21,7 @@ pub fn percent_encode(text: &str) -> String {
 
 /// Lower-case hex SHA-256 of `bytes`: a body's hash, a canonical request's.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    kcp_kubelet::hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+    crate::hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
 }
 
 #[cfg(test)]

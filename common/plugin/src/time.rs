@@ -6,18 +6,23 @@
 //!   [`crate::retry::retry_after`]).
 //! - [`parse_rfc3339`]: RFC 3339 times, such as IAM Credentials' `expireTime`.
 //! - [`unix_secs`] and [`from_unix_secs`]: whole Unix seconds, as the token cache stores times and
-//!   as `cacheDuration` is counted. `unix_secs` is defined in `kcp_kubelet::cache_hint`, whose
-//!   `cacheDuration` arithmetic needs it (that crate cannot depend on this one), and re-exported
-//!   here so the runtime has a single module for times.
+//!   as `cacheDuration` is counted ([`crate::cache_hint`]).
 //!
 //! Every input may come from the network: arithmetic is checked, out-of-range or malformed input
 //! gives `None`, nothing panics.
 
 use std::time::{Duration, SystemTime};
 
-pub use kcp_kubelet::cache_hint::unix_secs;
-
 const SECS_PER_DAY: i64 = 86_400;
+
+/// Seconds since the Unix epoch, negative before it: whole seconds on both sides of a
+/// `cacheDuration`, as Go's `Time.Unix()`, and the token cache's stored times.
+pub fn unix_secs(t: SystemTime) -> i64 {
+    match t.duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    }
+}
 
 /// The [`SystemTime`] `secs` whole seconds after the Unix epoch (before it when negative), or
 /// `None` when the platform cannot represent it.

@@ -126,7 +126,7 @@ impl Plugin {
         // Exact cacheDuration assertions need answers without fleet jitter; tests of jitter
         // set the variable again (later values win).
         exec.env
-            .push((kcp_kubelet::cache_hint::JITTER_ENV.into(), "0".into()));
+            .push((kcp_plugin::cache_hint::JITTER_ENV.into(), "0".into()));
         Plugin {
             exec,
             cache_type_token: false,

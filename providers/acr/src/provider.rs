@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-use kcp_kubelet::cache_hint::CachePolicy;
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 use kcp_plugin::Provider;
+use kcp_plugin::cache_hint::CachePolicy;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
 use kcp_plugin::token_cache::{self, CacheKey, Issuer, RegistryToken, TokenCache};

@@ -59,7 +59,7 @@ impl InstanceMap {
         let digest = ring::digest::digest(&ring::digest::SHA256, &text);
         let name = format!(
             "alibaba-instances-{}.json",
-            kcp_kubelet::hex::encode(&digest.as_ref()[..16])
+            kcp_plugin::hex::encode(&digest.as_ref()[..16])
         );
         InstanceMap {
             path: dir.join(name),

@@ -100,7 +100,7 @@ pub fn headers(
         format!(
             "{ALGORITHM} Credential={},SignedHeaders={signed_list},Signature={}",
             key.id,
-            kcp_kubelet::hex::encode(signature.as_ref())
+            kcp_plugin::hex::encode(signature.as_ref())
         ),
     ));
     headers

@@ -23,7 +23,7 @@ mod sdk_http;
 use std::process::ExitCode;
 
 use clap::Parser;
-use kcp_kubelet::cache_hint::CachePolicy;
+use kcp_plugin::cache_hint::CachePolicy;
 use kcp_plugin::runner::usage_error;
 use kcp_plugin::settings::CommonArgs;
 

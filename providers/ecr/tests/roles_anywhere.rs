@@ -297,7 +297,7 @@ fn der_of(pem: &str) -> Vec<u8> {
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    kcp_kubelet::hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
+    kcp_plugin::hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
 }
 
 /// Checks a CreateSession request as the service would, from scratch: the certificate in

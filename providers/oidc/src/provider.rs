@@ -11,11 +11,11 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, bail};
-use kcp_kubelet::cache_hint::CachePolicy;
 use kcp_kubelet::duration::GoDuration;
 use kcp_kubelet::{AuthConfig, CacheKeyType, CredentialProviderRequest, Credentials, Secret};
 use kcp_oidc_registries::{Protocol, Registries, Registry};
 use kcp_plugin::Provider;
+use kcp_plugin::cache_hint::CachePolicy;
 use kcp_plugin::deadline::Deadline;
 use kcp_plugin::http::HttpClient;
 use kcp_plugin::token_cache::{self, CacheKey, Issuer, RegistryToken, TokenCache};
@@ -24,7 +24,7 @@ use crate::protocols::{self, Exchange, Issued, passthrough};
 
 /// Time kept between the end of the kubelet's cache entry and the credential's (or the
 /// service-account token's) expiry.
-pub const CACHE_MARGIN: Duration = kcp_kubelet::cache_hint::DEFAULT_SAFETY_MARGIN;
+pub const CACHE_MARGIN: Duration = kcp_plugin::cache_hint::DEFAULT_SAFETY_MARGIN;
 
 /// `cacheDuration` for a credential whose answer states no life: short, so a credential that
 /// dies early costs a few failed pulls at most; never past the service-account token's expiry.
@@ -258,10 +258,7 @@ fn cache_key(
         .scope("endpoint", &endpoint)
         // Every setting of the protocol: an edited entry never answers from an old credential.
         .scope("protocol", &format!("{:?}", registry.protocol))
-        .identity(
-            "sa.token.sha256",
-            &kcp_kubelet::hex::encode(digest.as_ref()),
-        );
+        .identity("sa.token.sha256", &kcp_plugin::hex::encode(digest.as_ref()));
     let key = request
         .service_account_annotations
         .iter()

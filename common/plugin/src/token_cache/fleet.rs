@@ -444,7 +444,7 @@ impl TokenCache {
 /// `sha256:<hex>` of `bytes`.
 fn digest(bytes: &[u8]) -> String {
     let hash = ring::digest::digest(&ring::digest::SHA256, bytes);
-    format!("sha256:{}", kcp_kubelet::hex::encode(hash.as_ref()))
+    format!("sha256:{}", crate::hex::encode(hash.as_ref()))
 }
 
 /// The fuzz target body for what a Secret publishes (`fuzz/fuzz_targets/published_entry.rs`, and

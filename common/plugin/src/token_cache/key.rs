@@ -134,7 +134,7 @@ impl CacheKey {
         format!(
             "{}{shared};identity=sha256:{}",
             self.canonical,
-            kcp_kubelet::hex::encode(context.finish().as_ref())
+            crate::hex::encode(context.finish().as_ref())
         )
     }
 
@@ -185,7 +185,7 @@ impl SharedIdentity {
 /// The file name stem of the entry whose key's canonical text is `canonical`.
 pub(super) fn stem_of(canonical: &str) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, canonical.as_bytes());
-    kcp_kubelet::hex::encode(&digest.as_ref()[..16])
+    crate::hex::encode(&digest.as_ref()[..16])
 }
 
 /// How an environment variable's value enters a key: unset differs from every value.

@@ -839,7 +839,7 @@ fn the_obtained_at_time_is_stored_and_a_hit_counts_from_its_read() {
 /// (the node's clock would say five), as when ACR counted from the later clock itself.
 #[test]
 fn a_token_from_an_issuer_clock_ahead_is_cached_and_answered_as_before() {
-    use kcp_kubelet::cache_hint::CachePolicy;
+    use crate::cache_hint::CachePolicy;
     let dir = Scratch::new();
     let cache = TokenCache::new(&dir.0);
     let policy = CachePolicy::RemainingMinus(Duration::from_secs(300));

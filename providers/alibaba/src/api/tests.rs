@@ -128,7 +128,7 @@ fn encode(text: &str) -> String {
 }
 
 fn hex_sha256(bytes: &[u8]) -> String {
-    kcp_kubelet::hex::encode(digest::digest(&digest::SHA256, bytes).as_ref())
+    kcp_plugin::hex::encode(digest::digest(&digest::SHA256, bytes).as_ref())
 }
 
 /// Checks the V3 signature of a request as the server received it, from its own method, path,
@@ -173,7 +173,7 @@ pub(crate) fn assert_signed(request: &RecordedRequest) {
     );
     let to_sign = format!("ACS3-HMAC-SHA256\n{}", hex_sha256(canonical.as_bytes()));
     let key = hmac::Key::new(hmac::HMAC_SHA256, TEST_KEY_SECRET.as_bytes());
-    let want = kcp_kubelet::hex::encode(hmac::sign(&key, to_sign.as_bytes()).as_ref());
+    let want = kcp_plugin::hex::encode(hmac::sign(&key, to_sign.as_bytes()).as_ref());
     assert_eq!(signature, want, "signature of {request:?}");
 }
 

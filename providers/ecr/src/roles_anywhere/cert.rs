@@ -102,7 +102,7 @@ impl Certificate {
         };
         let digest = ring::digest::digest(&ring::digest::SHA256, &der);
         Ok(Certificate {
-            sha256: kcp_kubelet::hex::encode(digest.as_ref()),
+            sha256: kcp_plugin::hex::encode(digest.as_ref()),
             der,
             serial,
             not_before,

@@ -75,7 +75,7 @@ pub fn sign(s: &Signing<'_>, signer: &Signer) -> Result<SignedRequest, String> {
             "{} Credential={}/{scope}, SignedHeaders={signed_headers}, Signature={}",
             signer.algorithm(),
             s.certificate.serial,
-            kcp_kubelet::hex::encode(&signature)
+            kcp_plugin::hex::encode(&signature)
         ),
     ));
     Ok(SignedRequest { headers })

@@ -1,4 +1,5 @@
-//! `cacheDuration` from a credential's real expiry.
+//! `cacheDuration` from a credential's real expiry, and fleet jitter: how our providers choose the
+//! value the kubelet's contract carries (`kcp_kubelet::duration::GoDuration`), not part of it.
 //!
 //! The kubelet never refreshes a cached credential early and never drops one on a 401, so the
 //! duration we hand it must end before the credential does. [`CachePolicy`] turns an expiry and the
@@ -7,7 +8,9 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::duration::GoDuration;
+use kcp_kubelet::duration::GoDuration;
+
+use crate::time::unix_secs;
 
 /// Default time kept between the end of the kubelet's cache entry and the credential's expiry.
 pub const DEFAULT_SAFETY_MARGIN: Duration = Duration::from_secs(5 * 60);
@@ -81,17 +84,6 @@ fn jitter_with(duration: GoDuration, percent: u8, unit: f64) -> GoDuration {
     let fraction = f64::from(percent.min(100)) / 100.0 * unit.clamp(0.0, 1.0);
     let cut = (secs as f64 * fraction).round() as i64;
     GoDuration::from_secs((secs - cut).max(0))
-}
-
-/// Seconds since the Unix epoch, negative before it: whole seconds on both sides of a
-/// `cacheDuration`, as Go's `Time.Unix()`. Defined here because [`CachePolicy`] needs it and this
-/// crate depends on nothing of the runtime's; `kcp_plugin::time` re-exports it beside the date
-/// parsers.
-pub fn unix_secs(t: SystemTime) -> i64 {
-    match t.duration_since(SystemTime::UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
-    }
 }
 
 #[cfg(test)]

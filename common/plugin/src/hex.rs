@@ -1,6 +1,6 @@
 //! Lower-case hex, the one encoder for digests this project writes: the token cache's file names
-//! (kcp-plugin) and the `sha256sum` checksums of the checker's `install`. It lives here, the one
-//! crate both link.
+//! and identity hashes, [`crate::signing`]'s hashes, and the `sha256sum` checksums of the
+//! checker's `install`.
 
 /// `bytes` as lower-case hex, two digits a byte. Called for every token-cache lookup, so it
 /// writes digits directly rather than formatting each byte.
