@@ -135,6 +135,81 @@ fn our_dependencies_reads_only_the_dependencies_tables() {
     );
 }
 
+/// Every `.rs` file under `dir` but test files (`tests.rs`, `tests/`).
+fn non_test_sources(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if path.is_dir() && name != "tests" {
+            non_test_sources(&path, out);
+        } else if name.ends_with(".rs") && name != "tests.rs" {
+            out.push(path);
+        }
+    }
+}
+
+/// What in `text` is ours: a flag of one of our binaries (`--registry-mirror`) or one of our
+/// environment variables (`CREDENTIAL_PROVIDER_…`).
+fn ours_in(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = kcp_provider_args::flags::PROVIDERS
+        .iter()
+        .flat_map(|p| p.known())
+        .filter_map(|flag| flag.long)
+        .filter(|long| long != "help" && long != "version")
+        // As written on a command line, and as a flag table spells it (only names of several
+        // words: `"registry"` is also a JSON field of the kubelet's).
+        .flat_map(|long| {
+            let quoted = long.contains('-').then(|| format!("\"{long}\""));
+            std::iter::once(format!("--{long}")).chain(quoted)
+        })
+        .collect();
+    names.push("CREDENTIAL_PROVIDER_".to_owned());
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|name| {
+            text.match_indices(name.as_str()).any(|(at, _)| {
+                // `--region` must not match inside `--regional`.
+                !text[at + name.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+                    || name.ends_with('_')
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn the_contract_crate_names_no_flag_or_variable_of_ours() {
+    let mut files = Vec::new();
+    non_test_sources(&repo().join("common/kubelet/src"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in ours_in(&text) {
+            found.push(format!("{}: {name}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "kcp-kubelet is the kubelet's contract only; these belong in kcp-provider-args or \
+         kcp-plugin:\n  {}",
+        found.join("\n  ")
+    );
+    assert_eq!(
+        ours_in(
+            "a --registry-mirror=x, --regional, CREDENTIAL_PROVIDER_X, Flag::long(\"assume-role\")"
+        ),
+        [
+            "\"assume-role\"",
+            "--registry-mirror",
+            "CREDENTIAL_PROVIDER_"
+        ]
+    );
+}
+
 /// Writes `text` to `root/relative`, creating directories.
 fn write(root: &Path, relative: &str, text: &str) {
     let path = root.join(relative);
