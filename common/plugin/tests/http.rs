@@ -28,7 +28,7 @@ fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 fn client(proxy: ProxyConfig) -> HttpClient {
-    HttpClient::new(&proxy, Duration::from_secs(5), Duration::from_secs(15)).unwrap()
+    HttpClient::new(&proxy, Duration::from_secs(5), Duration::from_secs(15))
 }
 
 fn get(http: &HttpClient, route: Route, url: &str) -> Result<HttpResponse, HttpError> {
@@ -481,7 +481,7 @@ fn a_malformed_proxy_fails_only_the_requests_that_use_it() {
     let bad = ProxyConfig::from_lookup(|name| {
         (name == "https_proxy").then(|| "http://user:proxy-s3cret@exa mple:1".to_owned())
     });
-    let http = HttpClient::new(&bad, Duration::from_secs(1), Duration::from_secs(5)).unwrap();
+    let http = HttpClient::new(&bad, Duration::from_secs(1), Duration::from_secs(5));
     assert_eq!(
         get(&http, Route::Metadata, &origin.url()).unwrap().body,
         b"direct"
@@ -539,8 +539,7 @@ fn the_request_timeout_applies_when_the_deadline_is_further() {
         &ProxyConfig::default(),
         Duration::from_secs(5),
         Duration::from_millis(300),
-    )
-    .unwrap();
+    );
     let started = Instant::now();
     let err = block_on(http.send(
         Route::Internet,

@@ -35,7 +35,6 @@ fn client(ca: &TestCa, server: &SniFakeServer) -> HttpClient {
         Duration::from_secs(5),
         Duration::from_secs(5),
     )
-    .unwrap()
 }
 
 fn get(client: &HttpClient, url: &str) -> Result<u16, HttpError> {

@@ -56,8 +56,7 @@ fn send(fake: &FakeServer, rules: &RetryRules) -> Result<HttpResponse, CallError
         &ProxyConfig::default(),
         Duration::from_secs(5),
         Duration::from_secs(15),
-    )
-    .unwrap();
+    );
     let url = Url::parse(&format!("{}/v2/", fake.url())).unwrap();
     let call = Call::get(Route::Internet, &url, "GET the challenge");
     block_on(http.send_retrying_with(call, Deadline::after(Duration::from_secs(10)), rules))
@@ -119,8 +118,7 @@ fn the_default_rules_keep_their_own_backoff() {
         &ProxyConfig::default(),
         Duration::from_secs(5),
         Duration::from_secs(15),
-    )
-    .unwrap();
+    );
     let url = Url::parse(&fake.url()).unwrap();
     let call = Call::get(Route::Internet, &url, "token");
     let ok = block_on(http.send_retrying(call, Deadline::after(Duration::from_secs(10)))).unwrap();
@@ -184,8 +182,7 @@ fn connection_failures_are_retried_under_any_rules() {
         &ProxyConfig::default(),
         Duration::from_secs(5),
         Duration::from_secs(15),
-    )
-    .unwrap();
+    );
     let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
     for rules in [TAKE_ANY, RetryRules::DEFAULT] {
         let call = Call::get(Route::Internet, &url, "token");

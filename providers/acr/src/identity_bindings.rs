@@ -316,7 +316,7 @@ pub async fn token(
         },
         CONNECT_TIMEOUT,
         REQUEST_TIMEOUT,
-    )?;
+    );
     let url = Url::parse(&format!("https://{}/", config.sni_name))
         .map_err(|e| anyhow::anyhow!("identity bindings: bad URL for {}: {e}", config.sni_name))?;
     let mut form = url::form_urlencoded::Serializer::new(String::new());

@@ -138,7 +138,7 @@ impl Provider for AcrProvider {
         let config = &self.config;
         // One client for every call of the run; its connections and trust store are set up on
         // first use, so the passthrough answer loads no certificates.
-        let http = HttpClient::from_env()?;
+        let http = HttpClient::from_env();
         let (cloud, settled) = match plan.ready {
             Some(Ready { cloud, settled }) => {
                 crate::cloud::warn_if_unknown(&config.cloud);

@@ -283,8 +283,7 @@ mod tests {
             &proxy,
             kcp_plugin::http::CONNECT_TIMEOUT,
             kcp_plugin::http::REQUEST_TIMEOUT,
-        )
-        .unwrap();
+        );
         let transport = AzureTransport::new(client, Deadline::after(std::time::Duration::ZERO));
         assert!(!format!("{transport:?}").contains("proxy-password"));
     }

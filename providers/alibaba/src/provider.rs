@@ -173,8 +173,7 @@ impl Provider for AlibabaProvider {
         plan: Plan<'a>,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let http = HttpClient::from_env()
-            .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
+        let http = HttpClient::from_env();
         self.log_plan(&plan);
         let (token, source) = token_cache::get_or_fetch(
             self.token_cache.as_ref(),

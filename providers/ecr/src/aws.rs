@@ -15,7 +15,7 @@ use aws_config::timeout::TimeoutConfig;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
 use aws_credential_types::provider::{self, ProvideCredentials, SharedCredentialsProvider};
 use kcp_plugin::deadline::Deadline;
-use kcp_plugin::http::{HttpClient, HttpError};
+use kcp_plugin::http::HttpClient;
 
 use crate::sdk_http::SharedTransport;
 
@@ -74,13 +74,13 @@ pub async fn load(
     service_env: &str,
     deadline: Deadline,
     node_credentials: Option<aws_credential_types::Credentials>,
-) -> Result<SdkConfig, HttpError> {
+) -> SdkConfig {
     let transport = SharedTransport::new(
         HttpClient::new(
             &kcp_plugin::http::ProxyConfig::from_env(),
             CONNECT_TIMEOUT,
             ATTEMPT_TIMEOUT,
-        )?,
+        ),
         deadline,
     );
     let timeouts = TimeoutConfig::builder()
@@ -126,7 +126,7 @@ pub async fn load(
             chain_without_web_identity(transport, region, fips, dual_stack, timeouts, retry).await;
         loader = loader.credentials_provider(chain);
     }
-    Ok(remembering(loader.load().await))
+    remembering(loader.load().await)
 }
 
 /// `config` with its credential provider wrapped so that the keys it resolves are remembered as

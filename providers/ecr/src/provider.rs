@@ -349,7 +349,7 @@ impl EcrProvider {
         let registry = request.image_ref.registry();
         let node = self.node_credentials(plan, deadline).await?;
         let node_credentials = node.as_ref().map(|(c, _)| c.clone());
-        let config = aws::load(endpoints, service_env, deadline, node_credentials).await?;
+        let config = aws::load(endpoints, service_env, deadline, node_credentials).await;
         let Some(region) = config.region().map(|r| r.to_string()) else {
             bail!(
                 "no AWS region for {registry}: the host names none; set AWS_REGION (provider env in the kubelet config), \

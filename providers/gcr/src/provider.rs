@@ -169,8 +169,7 @@ impl Provider for GcrProvider {
         plan: Plan<'a>,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let http = HttpClient::from_env()
-            .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
+        let http = HttpClient::from_env();
         match plan.token {
             Some(plan) => self.gcr(&http, request, plan, deadline).await,
             None => self.dockercfg(&http, request, deadline).await,

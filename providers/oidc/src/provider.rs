@@ -157,8 +157,7 @@ impl Provider for OidcProvider {
         plan: Plan<'a>,
         deadline: Deadline,
     ) -> anyhow::Result<Credentials> {
-        let http = HttpClient::from_env()
-            .map_err(|e| anyhow!("{e}: check HTTPS_PROXY/HTTP_PROXY/NO_PROXY"))?;
+        let http = HttpClient::from_env();
         let entry = describe_entry(plan.index, plan.registry);
         let x = Exchange {
             registry: plan.registry,

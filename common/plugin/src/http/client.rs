@@ -40,23 +40,15 @@ struct Clients {
 
 impl HttpClient {
     /// A client with the environment's proxy settings and default timeouts.
-    pub fn from_env() -> Result<Self, HttpError> {
+    pub fn from_env() -> Self {
         Self::new(&ProxyConfig::from_env(), CONNECT_TIMEOUT, REQUEST_TIMEOUT)
     }
 
     /// A client with explicit proxy settings and timeouts. Clients, and the proxy URL, are set up
-    /// on first use: a run that never needs the proxy never fails because of it.
-    pub fn new(
-        proxy: &ProxyConfig,
-        connect_timeout: Duration,
-        request_timeout: Duration,
-    ) -> Result<Self, HttpError> {
-        Ok(Self::with(
-            proxy.clone(),
-            None,
-            connect_timeout,
-            request_timeout,
-        ))
+    /// on first use (a failure there is the call's error), so making one cannot fail: a run that
+    /// never needs the proxy never fails because of it.
+    pub fn new(proxy: &ProxyConfig, connect_timeout: Duration, request_timeout: Duration) -> Self {
+        Self::with(proxy.clone(), None, connect_timeout, request_timeout)
     }
 
     /// A client that only calls `pin.host`, connected to `pin.addrs` whatever DNS says, trusting
@@ -65,17 +57,13 @@ impl HttpClient {
     /// For an in-cluster endpoint reached by address but verified by name, such as AKS's identity
     /// bindings behind the API server's address: a proxy could not reach it, and the system's
     /// public CAs must not vouch for it.
-    pub fn pinned(
-        pin: Pin,
-        connect_timeout: Duration,
-        request_timeout: Duration,
-    ) -> Result<Self, HttpError> {
-        Ok(Self::with(
+    pub fn pinned(pin: Pin, connect_timeout: Duration, request_timeout: Duration) -> Self {
+        Self::with(
             ProxyConfig::default(),
             Some(pin),
             connect_timeout,
             request_timeout,
-        ))
+        )
     }
 
     /// The one constructor behind [`Self::new`] and [`Self::pinned`].

@@ -29,7 +29,6 @@ pub(crate) fn client() -> HttpClient {
         Duration::from_secs(2),
         Duration::from_secs(5),
     )
-    .unwrap()
 }
 
 /// A deadline no test reaches.

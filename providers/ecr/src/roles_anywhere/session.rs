@@ -73,8 +73,7 @@ pub async fn credentials(
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let client = HttpClient::new(&ProxyConfig::from_env(), CONNECT_TIMEOUT, ATTEMPT_TIMEOUT)
-        .map_err(|e| anyhow!("{context} failed: {e}"))?;
+    let client = HttpClient::new(&ProxyConfig::from_env(), CONNECT_TIMEOUT, ATTEMPT_TIMEOUT);
     let call = Call {
         route: Route::Internet,
         method: Method::POST,
