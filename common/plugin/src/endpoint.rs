@@ -120,6 +120,22 @@ pub fn describe(url: &Url) -> String {
     shown.to_string()
 }
 
+/// Whether `label` is one lower-case DNS label: 1 to 63 letters, digits and inner hyphens.
+pub fn is_dns_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= 63
+        && !label.starts_with('-')
+        && !label.ends_with('-')
+        && label
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+/// Whether `name` is a lower-case DNS name: at most 253 characters of [`is_dns_label`] labels.
+pub fn is_dns_name(name: &str) -> bool {
+    name.len() <= 253 && name.split('.').all(is_dns_label)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,6 +19,8 @@
 
 use std::fmt;
 
+use kcp_plugin::endpoint::is_dns_name;
+
 /// The standard ACR DNS suffixes, accepted in every cloud as upstream does.
 pub const STANDARD_SUFFIXES: [&str; 4] = ["azurecr.io", "azurecr.cn", "azurecr.de", "azurecr.us"];
 
@@ -233,21 +235,6 @@ fn is_registry_name(label: &str) -> bool {
         Some((name, hash)) => is_alnum(name) && is_alnum(hash),
         None => is_alnum(label),
     }
-}
-
-/// Lower-case DNS labels of letters, digits and inner hyphens.
-fn is_dns_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        })
 }
 
 #[cfg(test)]

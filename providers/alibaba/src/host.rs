@@ -10,6 +10,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use kcp_plugin::endpoint::{is_dns_label, is_dns_name};
+
 /// A region ID as Alibaba writes it (`cn-hangzhou`, `ap-southeast-1`): `[a-z]{2,}(-[a-z0-9]+)+`.
 /// Only ever built by [`Region::parse`], so every region in a URL or cache key is one.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -169,26 +171,11 @@ fn is_host_port(text: &str) -> bool {
     {
         return false;
     }
-    let labels: Vec<&str> = host.split('.').collect();
-    if host.len() > 253 || labels.len() < 2 {
-        return false;
-    }
-    let dns = labels.iter().all(|l| is_dns_label(l));
-    let top_is_numeric = labels
-        .last()
+    let top_is_numeric = host
+        .rsplit('.')
+        .next()
         .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()));
-    dns && !top_is_numeric
-}
-
-/// A DNS label: 1..63 of `[a-z0-9-]`, not starting or ending with `-`.
-fn is_dns_label(label: &str) -> bool {
-    !label.is_empty()
-        && label.len() <= 63
-        && !label.starts_with('-')
-        && !label.ends_with('-')
-        && label
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    host.contains('.') && is_dns_name(host) && !top_is_numeric
 }
 
 /// Why a host is refused: one line that says which hosts are answered.
