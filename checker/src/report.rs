@@ -125,18 +125,16 @@ pub fn validation_human(config: &Config, v: &Validation) -> String {
     for f in &v.notes {
         let _ = writeln!(s, "note{}: {}", who(f), f.message);
     }
-    let exit = v.kubelet_exit();
     if let Some(m) = v
         .kubelet_message()
         .or_else(|| v.fatal.as_ref().map(|f| f.message.clone()))
     {
         let _ = writeln!(s, "kubelet would log: {m}");
     }
-    if let Some(exit) = exit.as_ref().filter(|e| e.status != 1) {
+    if v.fatal.is_some() {
         let _ = writeln!(
             s,
-            "result: INVALID (the kubelet passes validation, then dies at registration with exit status {})",
-            exit.status
+            "result: INVALID (the kubelet passes validation, then dies at registration with exit status 255)"
         );
     } else if v.valid() {
         let _ = writeln!(s, "result: valid");

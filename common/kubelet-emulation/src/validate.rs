@@ -47,7 +47,8 @@ pub struct Validation {
     /// Registration errors on the bin dir (the kubelet exits 1 on start).
     pub registration: Vec<Finding>,
     /// What kills a kubelet before 1.33 at registration, once validation and every earlier
-    /// binary passed: a repeated provider name (`klog.Fatalf`, exit status 255).
+    /// binary passed: a repeated provider name (`klog.Fatalf`, exit status 255). Never set
+    /// alongside validation errors or an earlier binary's registration error.
     pub fatal: Option<Finding>,
     /// Accepted by the kubelet, but never works.
     pub warnings: Vec<Finding>,
@@ -82,15 +83,17 @@ impl Validation {
         if let Some(line) = self.kubelet_message() {
             return Some(KubeletExit { status: 1, line });
         }
-        if let Some(first) = self.registration.first() {
+        // `fatal` is only set when no binary check before the repeated name stopped the kubelet
+        // first; a failing check after it is never reached.
+        if let Some(f) = &self.fatal {
             return Some(KubeletExit {
-                status: 1,
-                line: first.message.clone(),
+                status: 255,
+                line: f.message.clone(),
             });
         }
-        self.fatal.as_ref().map(|f| KubeletExit {
-            status: 255,
-            line: f.message.clone(),
+        self.registration.first().map(|first| KubeletExit {
+            status: 1,
+            line: first.message.clone(),
         })
     }
 }
@@ -168,7 +171,8 @@ pub fn validate_for(config: &Config, bin_dir: Option<&Path>, kubelet: &Kubelet) 
     if let Some(dir) = bin_dir {
         registration(config, dir, &mut v.registration);
     }
-    if !kubelet.knows(Feature::DuplicateNameRule) {
+    // Registration only runs once validation passed.
+    if !kubelet.knows(Feature::DuplicateNameRule) && v.errors.is_empty() {
         v.fatal = registered_twice(config, bin_dir, &v.registration);
     }
     v

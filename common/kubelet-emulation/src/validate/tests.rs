@@ -122,3 +122,62 @@ fn aggregate_brackets_only_several_errors() {
     );
     assert_eq!(aggregate(&[]), None);
 }
+
+#[test]
+fn a_repeated_name_kills_a_1_32_kubelet_only_once_it_reaches_registration() {
+    let provider = |name: &str, api_version: &str| Provider {
+        name: name.into(),
+        match_images: vec!["registry.example.com".into()],
+        default_cache_duration: Some(GoDuration::from_secs(60)),
+        api_version: api_version.into(),
+        args: vec![],
+        env: vec![],
+        token_attributes: None,
+        source: Default::default(),
+    };
+    let v1 = "credentialprovider.kubelet.k8s.io/v1";
+    let config = |providers| Config {
+        files: vec![],
+        directory: false,
+        providers,
+    };
+    let kubelet = Kubelet::new(Some("1.32"), None).unwrap();
+    let twice = config(vec![provider("p", v1), provider("p", v1)]);
+    let fatal = "Credential provider \"p\" was registered twice";
+    let v = validate_for(&twice, None, &kubelet);
+    assert_eq!(v.fatal.as_ref().map(|f| f.message.as_str()), Some(fatal));
+    assert_eq!(v.kubelet_exit().map(|e| e.status), Some(255));
+
+    // A validation error ends the start before registration.
+    let invalid = config(vec![
+        provider("p", v1),
+        provider("p", ""),
+        provider("q", ""),
+    ]);
+    let v = validate_for(&invalid, None, &kubelet);
+    assert_eq!(v.fatal, None);
+    assert_eq!(v.kubelet_exit().map(|e| e.status), Some(1));
+
+    // A binary missing after the repeated name is never looked up: the repeat kills it first.
+    let dir = std::env::temp_dir().join(format!("kcp-registered-twice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(plugin_binary(&dir, "p"), "").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let perms = std::fs::Permissions::from_mode(0o755);
+        std::fs::set_permissions(plugin_binary(&dir, "p"), perms).unwrap();
+    }
+    let later_missing = config(vec![
+        provider("p", v1),
+        provider("p", v1),
+        provider("q", v1),
+    ]);
+    let v = validate_for(&later_missing, Some(&dir), &kubelet);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(v.registration.len(), 1, "{:?}", v.registration);
+    assert_eq!(
+        v.kubelet_exit().map(|e| (e.status, e.line)),
+        Some((255, fatal.to_owned()))
+    );
+}
