@@ -30,6 +30,8 @@ struct Waiting {
     child: Child,
     uid: u32,
     stderr: mpsc::Receiver<String>,
+    /// The copy of the binary `nobody` runs, removed with it.
+    _copy: Option<kcp_testkit::TempDir>,
 }
 
 impl Waiting {
@@ -42,13 +44,28 @@ impl Waiting {
         // The shell raises the soft core-file limit to the hard one (it is often 0 by default,
         // which would make the limit check below pass without the provider doing anything), then
         // becomes the provider (`exec`, same pid).
+        let mut binary =
+            kcp_testkit::binary_under_test(env!("CARGO_BIN_EXE_static-credential-provider"));
+        // `nobody` cannot reach a binary in a checkout under a directory closed to others (a
+        // home directory, `mktemp -d`): it runs a copy in a directory open to all.
+        let copy = (uid != effective_uid()).then(|| {
+            let dir = kcp_testkit::TempDir::new("hygiene");
+            let open = |path: &std::path::Path| {
+                std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                    .unwrap();
+            };
+            let copied = dir.path().join("static-credential-provider");
+            std::fs::copy(&binary, &copied).unwrap();
+            open(dir.path());
+            open(&copied);
+            binary = copied;
+            dir
+        });
         let mut command = Command::new("/bin/sh");
         command
             .arg("-c")
             .arg(r#"ulimit -S -c "$(ulimit -H -c)" 2>/dev/null; exec "$0" "$@""#)
-            .arg(kcp_testkit::binary_under_test(env!(
-                "CARGO_BIN_EXE_static-credential-provider"
-            )))
+            .arg(&binary)
             .args([
                 "get-credentials",
                 "--registry=harbor.example.com",
@@ -77,6 +94,7 @@ impl Waiting {
             child,
             uid,
             stderr: rx,
+            _copy: copy,
         };
         let until = Instant::now() + PATIENCE;
         let mut seen = Vec::new();
@@ -85,7 +103,6 @@ impl Waiting {
             match waiting.stderr.recv_timeout(left) {
                 Ok(line) if line.contains(READY) => return waiting,
                 Ok(line) => seen.push(line),
-                // As uid 65534, a binary under a directory closed to others cannot be run at all.
                 Err(e) => panic!(
                     "the provider (uid {uid}) never reached reading stdin: {e}; its stderr:\n{}",
                     seen.join("\n")
