@@ -176,7 +176,7 @@ fn judge_config(
     }
     d.warnings.extend(v.warnings.iter().cloned());
     d.providers = binaries::inspect(bin_dir, &bin, &config);
-    binaries::architectures(root, &bin, &config, d);
+    binaries::architectures(root, &bin, d);
     node_files::token_caches(root, &config, d);
     node_files::metrics_files(root, &config, d);
     for image in &args.images {

@@ -126,26 +126,31 @@ fn host_machine(root: &Path) -> Option<Machine> {
         .find_map(|p| machine_of(&p))
 }
 
-/// Providers whose binary is an ELF file for another architecture: every exec fails.
-pub(super) fn architectures(root: &Path, bin: &Path, config: &Config, d: &mut Diagnosis) {
+/// Providers whose binary is an ELF file for another architecture: every exec fails. Reads
+/// what [`inspect`] found (`d.providers`), not the files again.
+pub(super) fn architectures(root: &Path, bin: &Path, d: &mut Diagnosis) {
     let Some(host) = host_machine(root) else {
         return;
     };
-    for p in &config.providers {
-        let path = validate::plugin_binary(bin, &p.name);
-        if let Some(m) = machine_of(&path)
-            && m != host
-        {
-            d.problem(
-                Some(&p.name),
-                format!(
-                    "{} is built for {}, but the node is {}: every exec fails with \"exec format error\" and the pull goes anonymous",
-                    path.display(),
-                    m.name(),
-                    host.name()
-                ),
-            );
-        }
+    let foreign: Vec<(String, Machine)> = d
+        .providers
+        .iter()
+        .filter_map(|p| match p.format {
+            Some(BinaryFormat::Elf(m)) if m != host => Some((p.name.clone(), m)),
+            _ => None,
+        })
+        .collect();
+    for (name, m) in foreign {
+        let path = validate::plugin_binary(bin, &name);
+        d.problem(
+            Some(&name),
+            format!(
+                "{} is built for {}, but the node is {}: every exec fails with \"exec format error\" and the pull goes anonymous",
+                path.display(),
+                m.name(),
+                host.name()
+            ),
+        );
     }
 }
 
